@@ -1,0 +1,24 @@
+// dlock/dlock.hpp: the umbrella header: the core API, every backend this build has, and
+// make_provider(url).
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include <dlock/core.hpp>
+#include <dlock/core/provider_url.hpp>
+#include <dlock/dlock_config.hpp>
+#if DLOCK_HAS_FILE
+#include <dlock/file.hpp>
+#endif
+
+namespace dlock {
+
+/// Builds the provider a URL describes, with any backend this build has:
+/// `file:///var/lock/app`, and the schemes of the networked backends when they are built.
+/// The URL's query holds the backend's options (docs per backend); an unknown one is an error.
+/// Throws: std::invalid_argument for a malformed URL, unknown scheme or option (naming it);
+/// dlock::connection_error when the backend cannot be reached or set up.
+std::shared_ptr<provider> make_provider(std::string_view url);
+
+}  // namespace dlock

@@ -1,0 +1,23 @@
+#include <dlock/dlock.hpp>
+
+#include <mutex>
+
+namespace dlock {
+
+namespace {
+
+void register_built_backends() {
+#if DLOCK_HAS_FILE
+  file::register_scheme();
+#endif
+}
+
+}  // namespace
+
+std::shared_ptr<provider> make_provider(std::string_view url) {
+  static std::once_flag registered;
+  std::call_once(registered, register_built_backends);
+  return create_registered_provider(url);
+}
+
+}  // namespace dlock

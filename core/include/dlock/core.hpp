@@ -1,0 +1,10 @@
+// dlock/core.hpp: the core API (interfaces, handles, errors) without any backend.
+// Services that take a provider by injection need only this header.
+#pragma once
+
+#include <dlock/core/distributed_lock.hpp>
+#include <dlock/core/distributed_reader_writer_lock.hpp>
+#include <dlock/core/distributed_semaphore.hpp>
+#include <dlock/core/errors.hpp>
+#include <dlock/core/lock_handle.hpp>
+#include <dlock/core/provider.hpp>

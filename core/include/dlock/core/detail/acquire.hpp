@@ -1,0 +1,108 @@
+// dlock/core/detail/acquire.hpp: what the primitives' inline templates need from core.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <utility>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+
+#include <dlock/core/backend.hpp>
+#include <dlock/core/detail/unique_function.hpp>
+#include <dlock/core/lock_handle.hpp>
+
+namespace dlock {
+
+/// The default timeout of acquire(): wait as long as it takes.
+inline constexpr std::chrono::nanoseconds forever = std::chrono::nanoseconds::max();
+
+namespace detail {
+
+class lock_service;
+
+using try_acquire_signature = void(std::exception_ptr, std::optional<lock_handle>);
+using acquire_signature = void(std::exception_ptr, lock_handle);
+using try_acquire_completion = unique_function<try_acquire_signature>;
+
+/// One primitive of one provider, by name.
+struct lock_target {
+  std::shared_ptr<lock_service> service;
+  primitive kind = primitive::lock;
+  std::string name;
+  std::uint32_t max_count = 1;
+};
+
+/// Throws std::invalid_argument for a negative timeout.
+void check_timeout(const lock_target& target, std::chrono::nanoseconds timeout);
+boost::asio::any_io_executor executor_of(const lock_target& target);
+
+/// Starts an acquire. `done` runs exactly once, never inside this call. With
+/// `fail_with_error`, not obtaining the lock completes with timeout_error or cancelled_error
+/// instead of an empty optional.
+void start_acquire(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
+                   std::stop_token stop, bool fail_with_error, try_acquire_completion done);
+
+/// The sync API: runs start_acquire and blocks the calling thread on its result.
+/// Throws std::logic_error when called from a thread the backend needs (it would deadlock).
+std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode mode,
+                                            std::chrono::nanoseconds timeout,
+                                            std::stop_token stop, bool fail_with_error);
+
+/// The initiation passed to boost::asio::async_initiate; Throwing selects acquire (the
+/// handle or an exception) over try_acquire (an optional handle).
+template <bool Throwing>
+struct initiate_acquire {
+  lock_target target;
+  lock_mode mode;
+
+  template <typename Handler>
+  void operator()(Handler&& handler, std::chrono::nanoseconds timeout,
+                  std::stop_token stop) const {
+    auto work = boost::asio::make_work_guard(
+        boost::asio::get_associated_executor(handler, executor_of(target)));
+    start_acquire(
+        target, mode, timeout, std::move(stop), Throwing,
+        [handler = std::forward<Handler>(handler), work = std::move(work)](
+            std::exception_ptr error, std::optional<lock_handle> handle) mutable {
+          auto executor = work.get_executor();
+          boost::asio::post(executor, [handler = std::move(handler), error,
+                                       handle = std::move(handle)]() mutable {
+            if constexpr (Throwing) {
+              std::move(handler)(error, handle ? std::move(*handle) : lock_handle{});
+            } else {
+              std::move(handler)(error, std::move(handle));
+            }
+          });
+          work.reset();
+        });
+  }
+};
+
+template <typename CompletionToken>
+auto async_try_acquire(const lock_target& target, lock_mode mode,
+                       std::chrono::nanoseconds timeout, std::stop_token stop,
+                       CompletionToken&& token) {
+  check_timeout(target, timeout);
+  return boost::asio::async_initiate<CompletionToken, try_acquire_signature>(
+      initiate_acquire<false>{target, mode}, token, timeout, std::move(stop));
+}
+
+template <typename CompletionToken>
+auto async_acquire(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
+                   std::stop_token stop, CompletionToken&& token) {
+  check_timeout(target, timeout);
+  return boost::asio::async_initiate<CompletionToken, acquire_signature>(
+      initiate_acquire<true>{target, mode}, token, timeout, std::move(stop));
+}
+
+}  // namespace detail
+}  // namespace dlock

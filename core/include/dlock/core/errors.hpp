@@ -1,0 +1,49 @@
+// dlock/core/errors.hpp: the exceptions every dlock operation throws.
+//
+// One channel per outcome (docs/errors.md):
+//   timeout_error     acquire() did not obtain the lock within its timeout
+//   cancelled_error   acquire() was ended by a stop request
+//   connection_error  the backend could not be reached, or dropped us
+//   lock_lost_error   an operation needed the lock, but it was lost
+//   std::invalid_argument  a bad name, URL, option or timeout (not a dlock::error)
+// try_acquire() reports "not obtained" as an empty optional, never as an exception.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace dlock {
+
+/// Base of every exception dlock throws for a backend outcome. Messages read
+/// `dlock: <backend> <endpoint>: <what failed> for lock '<name>'`.
+class error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// acquire() gave up because its timeout passed before the lock was granted.
+class timeout_error : public error {
+ public:
+  using error::error;
+};
+
+/// acquire() gave up because its std::stop_token was triggered.
+class cancelled_error : public error {
+ public:
+  using error::error;
+};
+
+/// The backend could not be reached, refused us, or dropped the connection.
+/// The message names the endpoint (never a password).
+class connection_error : public error {
+ public:
+  using error::error;
+};
+
+/// An operation needed the lock, but exclusivity can no longer be guaranteed.
+class lock_lost_error : public error {
+ public:
+  using error::error;
+};
+
+}  // namespace dlock

@@ -1,0 +1,32 @@
+// dlock/core/io_thread.hpp: an io_context with its own thread (for backend implementers).
+#pragma once
+
+#include <memory>
+#include <thread>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/io_context.hpp>
+
+namespace dlock {
+
+/// An io_context run by one thread it owns: a provider's default executor.
+///
+/// Destruction stops the context and joins the thread; if it happens on that very thread
+/// (the last handle released inside a completion handler), the thread is detached instead and
+/// finishes on its own once the handler returns.
+class io_thread {
+ public:
+  io_thread();
+  io_thread(const io_thread&) = delete;
+  io_thread& operator=(const io_thread&) = delete;
+  ~io_thread();
+
+  boost::asio::any_io_executor executor() const;
+  bool running_in_this_thread() const noexcept;
+
+ private:
+  std::shared_ptr<boost::asio::io_context> context_;
+  std::thread thread_;
+};
+
+}  // namespace dlock

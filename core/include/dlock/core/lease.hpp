@@ -1,0 +1,50 @@
+// dlock/core/lease.hpp: the backend side of a granted lock (for backend implementers).
+//
+// A backend completes an acquire with a std::unique_ptr<lease>; dlock::lock_handle owns it
+// and users never see it. Start with backend.hpp for the rest of the backend interface.
+#pragma once
+
+#include <cstdint>
+#include <stop_token>
+
+namespace dlock {
+
+/// One grant of one lock at a backend.
+///
+/// Lost signalling: the backend's monitor calls mark_lost() when it can no longer guarantee
+/// exclusivity (lease not extended, session expired, connection dropped, file replaced). It is
+/// thread-safe, idempotent and never throws; handles observe it through lost_token().
+///
+/// Thread safety: mark_lost(), lost() and lost_token() may be called from any thread at any
+/// time. release() is called at most once, by the owning handle, and never concurrently with
+/// destruction.
+class lease {
+ public:
+  lease(const lease&) = delete;
+  lease& operator=(const lease&) = delete;
+  /// Destroys the lease. If release() was never called the backend must release here
+  /// without throwing (the handle always calls release() first, so this is a backstop).
+  virtual ~lease() = default;
+
+  /// Releases the lock at the backend. Called at most once.
+  /// Throws: dlock::connection_error if the backend could not be told; the lease counts as
+  /// released locally anyway.
+  virtual void release() = 0;
+
+  /// The grant's fencing token: strictly greater than every earlier grant's of the same name.
+  std::uint64_t fencing_token() const noexcept { return fencing_token_; }
+
+  /// Marks the lease lost. Thread-safe and idempotent.
+  void mark_lost() noexcept { lost_source_.request_stop(); }
+  bool lost() const noexcept { return lost_source_.stop_requested(); }
+  std::stop_token lost_token() const noexcept { return lost_source_.get_token(); }
+
+ protected:
+  explicit lease(std::uint64_t fencing_token) noexcept : fencing_token_(fencing_token) {}
+
+ private:
+  std::uint64_t fencing_token_;
+  std::stop_source lost_source_;
+};
+
+}  // namespace dlock

@@ -1,0 +1,95 @@
+// dlock/core/lock_handle.hpp: dlock::lock_handle, the RAII value of a held lock.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+namespace dlock {
+
+namespace detail {
+struct held_lock;
+struct handle_access;
+}  // namespace detail
+
+/// A held lock, read lock, write lock or semaphore slot: one type for every primitive.
+///
+/// Ownership: move-only. Destruction releases; release() releases early and is idempotent.
+/// A default-constructed or moved-from handle is empty. Move assignment releases the lock
+/// the target held first. A handle keeps the provider's internals alive, so it may outlive
+/// the provider that created it.
+///
+/// Lost: lost() becomes true, lost_token() is stopped and on_lost() callbacks run once the
+/// backend can no longer guarantee exclusivity (a lock file replaced, a lease not extended, a
+/// session expired, a connection dropped). It is signalled within one monitoring period of
+/// the backend and never while the lock is really held. A lost handle must still be released
+/// (or destroyed), which frees whatever is left of it.
+///
+/// Fencing: fencing_token() strictly increases with every grant of the same name, across
+/// processes and machines. Pass it to the resource you protect and let it reject tokens
+/// older than the newest it has seen: that keeps the resource safe even when a paused
+/// holder's lock expired underneath it.
+///
+/// Thread safety: distinct objects: safe. Shared objects: only the const observers (lost(),
+/// lost_token(), fencing_token(), operator bool) may be called concurrently; release(),
+/// on_lost() and assignment need external synchronisation.
+///
+/// Memory ordering: everything the backend's monitor did before marking the handle lost
+/// happens-before a lost() call that returns true (std::stop_source's guarantee).
+///
+///     if (auto held = lock.try_acquire(2s)) {
+///       write_report(held->fencing_token(), held->lost_token());
+///     }  // released here
+class [[nodiscard]] lock_handle {
+ public:
+  /// An empty handle.
+  lock_handle() noexcept;
+  lock_handle(lock_handle&& other) noexcept;
+  /// Releases the lock this handle held (errors go to the provider's error hook), then
+  /// takes other's.
+  lock_handle& operator=(lock_handle&& other) noexcept;
+  lock_handle(const lock_handle&) = delete;
+  lock_handle& operator=(const lock_handle&) = delete;
+  /// Releases the lock if held. Never throws: a failure to tell the backend is reported to
+  /// the provider's error hook.
+  ~lock_handle();
+
+  /// True when non-empty (held, or lost but not yet released).
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+  bool held() const noexcept { return state_ != nullptr; }
+
+  /// Releases the lock now; the handle becomes empty. Idempotent.
+  /// Throws: dlock::connection_error when the backend could not be told; the handle is
+  /// empty afterwards anyway, and the backend frees the lock by its own means (lease
+  /// expiry, session end, connection close).
+  void release();
+
+  /// True when the lock is lost, and on an empty handle.
+  bool lost() const noexcept;
+
+  /// A token that is stopped when the lock is lost (already stopped on an empty handle).
+  /// Pass it to the work done under the lock so that work stops when it should.
+  std::stop_token lost_token() const noexcept;
+
+  /// Runs `callback` once on the provider's executor when the lock is lost (at once if it
+  /// already is). Callbacks registered on a handle are dropped when it is released.
+  /// Requires: non-empty handle.
+  void on_lost(std::function<void()> callback);
+
+  /// The grant's fencing token. Requires: non-empty handle (returns 0 on an empty one).
+  std::uint64_t fencing_token() const noexcept;
+
+  /// The name the lock was created with. Requires: non-empty handle.
+  const std::string& name() const noexcept;
+
+ private:
+  friend struct detail::handle_access;
+  explicit lock_handle(std::unique_ptr<detail::held_lock> state) noexcept;
+  void release_reporting_errors() noexcept;
+
+  std::unique_ptr<detail::held_lock> state_;
+};
+
+}  // namespace dlock

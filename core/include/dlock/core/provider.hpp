@@ -1,0 +1,85 @@
+// dlock/core/provider.hpp: the provider interfaces a service takes by injection.
+//
+// A service asks for the narrowest interface it uses (lock_provider, say) and never names a
+// backend; main() builds a concrete provider (dlock::file::provider, or make_provider(url))
+// and hands it over as std::shared_ptr<dlock::lock_provider>.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <dlock/core/backend.hpp>
+#include <dlock/core/distributed_lock.hpp>
+#include <dlock/core/distributed_reader_writer_lock.hpp>
+#include <dlock/core/distributed_semaphore.hpp>
+
+namespace dlock {
+
+/// Receives errors that have no caller to be thrown to: a release that failed in a handle's
+/// destructor, a monitor that could not reach its backend. The default prints one line to
+/// stderr. It may run on any thread and must not throw.
+using error_handler = background_error_handler;
+
+/// Creates exclusive locks by name.
+class lock_provider {
+ public:
+  virtual ~lock_provider() = default;
+  /// Returns the lock named `name` (cheap: nothing is sent to the backend).
+  /// Throws: std::invalid_argument for an empty name, more than 1024 bytes, or invalid UTF-8.
+  virtual distributed_lock create_lock(std::string_view name) = 0;
+};
+
+/// Creates reader-writer locks by name.
+class reader_writer_lock_provider {
+ public:
+  virtual ~reader_writer_lock_provider() = default;
+  /// As lock_provider::create_lock.
+  virtual distributed_reader_writer_lock create_reader_writer_lock(std::string_view name) = 0;
+};
+
+/// Creates semaphores by name.
+class semaphore_provider {
+ public:
+  virtual ~semaphore_provider() = default;
+  /// As lock_provider::create_lock; also throws std::invalid_argument when max_count is 0.
+  /// Requires: every user of `name` passes the same max_count.
+  virtual distributed_semaphore create_semaphore(std::string_view name,
+                                                 std::uint32_t max_count) = 0;
+};
+
+/// All three, over one backend. Every backend's provider derives from it, and
+/// std::shared_ptr<provider> converts to a shared_ptr of each interface.
+///
+/// Thread safety: every member may be called concurrently. Lifetime: locks and handles keep
+/// the provider's internals alive, so destroying the provider first is safe; its background
+/// work (monitors, connections) ends when the last of them is gone.
+class provider : public lock_provider,
+                 public reader_writer_lock_provider,
+                 public semaphore_provider {
+ public:
+  distributed_lock create_lock(std::string_view name) override;
+  distributed_reader_writer_lock create_reader_writer_lock(std::string_view name) override;
+  distributed_semaphore create_semaphore(std::string_view name,
+                                         std::uint32_t max_count) override;
+
+  /// The backend's name ("file", "redis", ...) and where it is (never a password).
+  std::string_view scheme() const noexcept;
+  std::string endpoint() const;
+  /// The executor that runs timers, monitors and, by default, async completion handlers.
+  boost::asio::any_io_executor get_executor() const;
+
+ protected:
+  /// For backend providers. `on_error` empty means the default (one line to stderr).
+  provider(std::shared_ptr<backend> backend, error_handler on_error);
+
+ private:
+  std::shared_ptr<detail::lock_service> service_;
+};
+
+}  // namespace dlock

@@ -1,0 +1,42 @@
+#include <dlock/core/io_thread.hpp>
+
+#include <exception>
+#include <iostream>
+
+#include <boost/asio/executor_work_guard.hpp>
+
+namespace dlock {
+
+io_thread::io_thread() : context_(std::make_shared<boost::asio::io_context>(1)) {
+  thread_ = std::thread([context = context_] {
+    auto work = boost::asio::make_work_guard(*context);
+    // A handler that throws would otherwise end the thread and the process with it; the
+    // handlers are the user's completion handlers, so report and keep serving the others.
+    while (!context->stopped()) {
+      try {
+        context->run();
+      } catch (const std::exception& e) {
+        std::cerr << "dlock: exception escaped a completion handler: " << e.what() << '\n';
+      } catch (...) {
+        std::cerr << "dlock: unknown exception escaped a completion handler\n";
+      }
+    }
+  });
+}
+
+io_thread::~io_thread() {
+  context_->stop();
+  if (running_in_this_thread()) {
+    thread_.detach();  // the thread holds the context and ends after the current handler
+  } else {
+    thread_.join();
+  }
+}
+
+boost::asio::any_io_executor io_thread::executor() const { return context_->get_executor(); }
+
+bool io_thread::running_in_this_thread() const noexcept {
+  return context_->get_executor().running_in_this_thread();
+}
+
+}  // namespace dlock

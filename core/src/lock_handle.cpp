@@ -1,0 +1,87 @@
+#include <dlock/core/lock_handle.hpp>
+
+#include <boost/asio/post.hpp>
+
+#include "lock_service.hpp"
+
+namespace dlock {
+
+namespace {
+
+std::stop_token stopped_token() {
+  static const std::stop_source stopped = [] {
+    std::stop_source source;
+    source.request_stop();
+    return source;
+  }();
+  return stopped.get_token();
+}
+
+const std::string& empty_name() {
+  static const std::string empty;
+  return empty;
+}
+
+}  // namespace
+
+lock_handle::lock_handle() noexcept = default;
+lock_handle::lock_handle(std::unique_ptr<detail::held_lock> state) noexcept
+    : state_(std::move(state)) {}
+lock_handle::lock_handle(lock_handle&& other) noexcept = default;
+
+lock_handle& lock_handle::operator=(lock_handle&& other) noexcept {
+  if (this != &other) {
+    release_reporting_errors();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+lock_handle::~lock_handle() { release_reporting_errors(); }
+
+void lock_handle::release() {
+  if (!state_) return;
+  std::unique_ptr<detail::held_lock> state = std::move(state_);
+  {
+    std::lock_guard lock(state->callbacks_mutex);
+    state->on_lost_callbacks.clear();
+  }
+  state->granted->release();
+}
+
+void lock_handle::release_reporting_errors() noexcept {
+  if (!state_) return;
+  std::shared_ptr<detail::lock_service> service = state_->service;
+  try {
+    release();
+  } catch (...) {
+    service->report(std::current_exception());
+  }
+}
+
+bool lock_handle::lost() const noexcept { return !state_ || state_->granted->lost(); }
+
+std::stop_token lock_handle::lost_token() const noexcept {
+  return state_ ? state_->granted->lost_token() : stopped_token();
+}
+
+void lock_handle::on_lost(std::function<void()> callback) {
+  if (!state_) return;
+  auto executor = state_->service->backend().executor();
+  std::function<void()> post_callback = [executor, callback = std::move(callback)] {
+    boost::asio::post(executor, callback);
+  };
+  std::lock_guard lock(state_->callbacks_mutex);
+  state_->on_lost_callbacks.push_back(std::make_unique<detail::held_lock::lost_callback>(
+      state_->granted->lost_token(), std::move(post_callback)));
+}
+
+std::uint64_t lock_handle::fencing_token() const noexcept {
+  return state_ ? state_->granted->fencing_token() : 0;
+}
+
+const std::string& lock_handle::name() const noexcept {
+  return state_ ? state_->name : empty_name();
+}
+
+}  // namespace dlock

@@ -1,0 +1,318 @@
+// The acquire state machine shared by every backend: local gate, timeout, stop request,
+// completion. Every step of one operation runs on that operation's strand.
+#include "lock_service.hpp"
+
+#include <chrono>
+#include <future>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <dlock/core/detail/acquire.hpp>
+#include <dlock/core/errors.hpp>
+#include <dlock/core/naming.hpp>
+
+namespace dlock {
+
+void report_background_error(const background_error_handler& handler,
+                             std::exception_ptr error) noexcept {
+  try {
+    if (handler) {
+      handler(error);
+      return;
+    }
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << '\n';
+  } catch (...) {
+    std::cerr << "dlock: unknown error in background work\n";
+  }
+}
+
+}  // namespace dlock
+
+namespace dlock::detail {
+
+lock_service::lock_service(std::shared_ptr<dlock::backend> backend, error_handler on_error)
+    : backend_(std::move(backend)), on_error_(std::move(on_error)) {}
+
+void lock_service::report(std::exception_ptr error) noexcept {
+  report_background_error(on_error_, std::move(error));
+}
+
+std::string lock_service::describe() const {
+  return std::string(backend_->scheme()) + ' ' + backend_->endpoint();
+}
+
+bool lock_service::enter_gate(const std::string& key, const std::shared_ptr<acquire_op>& op) {
+  std::lock_guard lock(gates_mutex_);
+  auto [it, inserted] = gates_.try_emplace(key);
+  if (!inserted) it->second.push_back(op);
+  return inserted;
+}
+
+std::shared_ptr<acquire_op> lock_service::leave_gate(const std::string& key) {
+  std::lock_guard lock(gates_mutex_);
+  auto it = gates_.find(key);
+  if (it == gates_.end()) return nullptr;
+  if (it->second.empty()) {
+    gates_.erase(it);
+    return nullptr;
+  }
+  auto next = std::move(it->second.front());
+  it->second.pop_front();
+  return next;
+}
+
+bool lock_service::withdraw_from_gate(const std::string& key, const acquire_op* op) {
+  std::lock_guard lock(gates_mutex_);
+  auto it = gates_.find(key);
+  if (it == gates_.end()) return false;
+  auto& waiting = it->second;
+  for (auto w = waiting.begin(); w != waiting.end(); ++w) {
+    if (w->get() == op) {
+      waiting.erase(w);
+      return true;
+    }
+  }
+  return false;
+}
+
+namespace {
+
+std::string format_timeout(std::chrono::nanoseconds timeout) {
+  using namespace std::chrono;
+  if (timeout % seconds(1) == nanoseconds::zero()) {
+    return std::to_string(duration_cast<seconds>(timeout).count()) + "s";
+  }
+  if (timeout % milliseconds(1) == nanoseconds::zero()) {
+    return std::to_string(duration_cast<milliseconds>(timeout).count()) + "ms";
+  }
+  return std::to_string(duration_cast<microseconds>(timeout).count()) + "us";
+}
+
+const char* primitive_noun(primitive kind) {
+  switch (kind) {
+    case primitive::lock: return "lock";
+    case primitive::reader_writer_lock: return "reader-writer lock";
+    case primitive::semaphore: return "semaphore";
+  }
+  return "lock";
+}
+
+}  // namespace
+
+/// One acquire, from the local gate to the backend's answer.
+class acquire_op : public std::enable_shared_from_this<acquire_op> {
+ public:
+  acquire_op(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
+             std::stop_token stop, bool fail_with_error, try_acquire_completion done)
+      : target_(target),
+        mode_(mode),
+        timeout_(timeout),
+        stop_(std::move(stop)),
+        fail_with_error_(fail_with_error),
+        done_(std::move(done)),
+        strand_(boost::asio::make_strand(target.service->backend().executor())),
+        timer_(strand_) {
+    gate_key_.push_back(static_cast<char>('0' + static_cast<int>(target.kind)));
+    gate_key_ += target.name;
+  }
+
+  void start() {
+    boost::asio::post(strand_, [self = shared_from_this()] { self->run(); });
+  }
+
+ private:
+  enum class phase { starting, queued, at_backend, done };
+  enum class ending { none, timed_out, stopped };
+
+  bool waits() const { return timeout_ > std::chrono::nanoseconds::zero(); }
+
+  void run() {
+    if (stop_.stop_requested()) {
+      ending_ = ending::stopped;
+      finish(nullptr, nullptr);
+      return;
+    }
+    // A zero timeout makes exactly one attempt and never queues behind local waiters.
+    if (!waits()) {
+      begin_backend();
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (timeout_ < std::chrono::steady_clock::time_point::max() - now) {
+      deadline_ = now + timeout_;
+      timer_.expires_at(deadline_);
+      timer_.async_wait(boost::asio::bind_executor(
+          strand_, [self = shared_from_this()](boost::system::error_code ec) {
+            if (!ec) self->expire(ending::timed_out);
+          }));
+    }
+    if (stop_.stop_possible()) {
+      // Runs on the requester's thread, whose stop_callback destructor waits for it: post only.
+      stop_callback_.emplace(stop_, [weak = weak_from_this(), strand = strand_] {
+        boost::asio::post(strand, [weak] {
+          if (auto self = weak.lock()) self->expire(ending::stopped);
+        });
+      });
+    }
+    phase_ = phase::queued;
+    if (target_.service->enter_gate(gate_key_, shared_from_this())) gate_granted();
+  }
+
+ public:
+  /// Called (posted to our strand) when the gate is handed to this queued op.
+  void gate_granted_from_queue() {
+    boost::asio::post(strand_, [self = shared_from_this()] { self->gate_granted(); });
+  }
+
+ private:
+  void gate_granted() {
+    holds_gate_ = true;
+    if (ending_ != ending::none) {
+      finish(nullptr, nullptr);
+      return;
+    }
+    begin_backend();
+  }
+
+  void begin_backend() {
+    phase_ = phase::at_backend;
+    acquire_request request;
+    request.kind = target_.kind;
+    request.name = target_.name;
+    request.mode = mode_;
+    request.max_count = target_.max_count;
+    request.wait = waits();
+    request.deadline = deadline_;
+    try {
+      backend_op_ = target_.service->backend().start_acquire(
+          std::move(request), [self = shared_from_this()](std::exception_ptr error,
+                                                          std::unique_ptr<lease> granted) mutable {
+            auto strand = self->strand_;
+            boost::asio::post(strand, [self = std::move(self), error,
+                                       granted = std::move(granted)]() mutable {
+              self->backend_op_.reset();
+              self->finish(error, std::move(granted));
+            });
+          });
+    } catch (...) {
+      finish(std::current_exception(), nullptr);
+    }
+  }
+
+  void expire(ending why) {
+    if (phase_ == phase::done) return;
+    if (ending_ == ending::none) ending_ = why;
+    if (phase_ == phase::queued && !holds_gate_) {
+      // Not found means the gate is on its way to us; gate_granted() finishes then.
+      if (target_.service->withdraw_from_gate(gate_key_, this)) finish(nullptr, nullptr);
+    } else if (phase_ == phase::at_backend && backend_op_) {
+      backend_op_->cancel();
+    }
+  }
+
+  void finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
+    phase_ = phase::done;
+    timer_.cancel();
+    stop_callback_.reset();
+    if (holds_gate_) {
+      holds_gate_ = false;
+      if (auto next = target_.service->leave_gate(gate_key_)) next->gate_granted_from_queue();
+    }
+    std::optional<lock_handle> handle;
+    if (granted) {
+      auto state = std::make_unique<held_lock>();
+      state->service = target_.service;
+      state->granted = std::move(granted);
+      state->name = target_.name;
+      handle.emplace(handle_access::make(std::move(state)));
+    } else if (!error && fail_with_error_) {
+      error = not_obtained_error();
+    }
+    auto done = std::move(done_);
+    done(error, std::move(handle));
+  }
+
+  std::exception_ptr not_obtained_error() const {
+    const std::string where = "dlock: " + target_.service->describe() + ": ";
+    const std::string what = std::string(primitive_noun(target_.kind)) + " '" +
+                             naming::quote_for_message(target_.name) + "'";
+    if (ending_ == ending::stopped) {
+      return std::make_exception_ptr(
+          cancelled_error(where + "stop requested while waiting for " + what));
+    }
+    if (!waits()) {
+      return std::make_exception_ptr(timeout_error(where + what + " is held elsewhere"));
+    }
+    return std::make_exception_ptr(timeout_error(
+        where + "timed out after " + format_timeout(timeout_) + " waiting for " + what));
+  }
+
+  lock_target target_;
+  lock_mode mode_;
+  std::chrono::nanoseconds timeout_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  std::stop_token stop_;
+  bool fail_with_error_;
+  try_acquire_completion done_;
+  std::string gate_key_;
+  boost::asio::strand<boost::asio::any_io_executor> strand_;
+  boost::asio::steady_timer timer_;
+  std::optional<std::stop_callback<std::function<void()>>> stop_callback_;
+  std::shared_ptr<acquire_operation> backend_op_;
+  phase phase_ = phase::starting;
+  ending ending_ = ending::none;
+  bool holds_gate_ = false;
+};
+
+void check_timeout(const lock_target& target, std::chrono::nanoseconds timeout) {
+  if (timeout < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: negative timeout for lock '" +
+                                naming::quote_for_message(target.name) + "'");
+  }
+}
+
+boost::asio::any_io_executor executor_of(const lock_target& target) {
+  return target.service->backend().executor();
+}
+
+void start_acquire(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
+                   std::stop_token stop, bool fail_with_error, try_acquire_completion done) {
+  check_timeout(target, timeout);
+  std::make_shared<acquire_op>(target, mode, timeout, std::move(stop), fail_with_error,
+                               std::move(done))
+      ->start();
+}
+
+std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode mode,
+                                            std::chrono::nanoseconds timeout,
+                                            std::stop_token stop, bool fail_with_error) {
+  check_timeout(target, timeout);
+  if (target.service->backend().running_in_this_thread()) {
+    throw std::logic_error("dlock: blocking acquire of '" +
+                           naming::quote_for_message(target.name) +
+                           "' on the provider's own thread would deadlock; use async_acquire");
+  }
+  std::promise<std::optional<lock_handle>> promise;
+  auto result = promise.get_future();
+  start_acquire(target, mode, timeout, std::move(stop), fail_with_error,
+                [promise = std::move(promise)](std::exception_ptr error,
+                                               std::optional<lock_handle> handle) mutable {
+                  if (error) {
+                    promise.set_exception(error);
+                  } else {
+                    promise.set_value(std::move(handle));
+                  }
+                });
+  return result.get();
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,72 @@
+// Private to core: the per-provider state that every lock, operation and handle shares.
+#pragma once
+
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <dlock/core/backend.hpp>
+#include <dlock/core/lease.hpp>
+#include <dlock/core/lock_handle.hpp>
+#include <dlock/core/provider.hpp>
+
+namespace dlock::detail {
+
+class acquire_op;
+
+/// Owns the backend, the error hook and the in-process first level: for each (primitive,
+/// name) a gate that one acquire at a time holds while it talks to the backend, with a FIFO
+/// of the acquires waiting for it.
+class lock_service {
+ public:
+  lock_service(std::shared_ptr<dlock::backend> backend, error_handler on_error);
+
+  dlock::backend& backend() noexcept { return *backend_; }
+  const dlock::backend& backend() const noexcept { return *backend_; }
+
+  /// Reports an error that has no caller; never throws.
+  void report(std::exception_ptr error) noexcept;
+
+  /// "file /var/lock/app": the backend and endpoint for messages.
+  std::string describe() const;
+
+  /// Enters the gate of `key` now (true) or queues `op` behind its holder (false).
+  bool enter_gate(const std::string& key, const std::shared_ptr<acquire_op>& op);
+  /// Leaves the gate of `key`; returns the next queued op, which now holds it, or nullptr.
+  std::shared_ptr<acquire_op> leave_gate(const std::string& key);
+  /// Removes a queued `op` from the gate of `key`; false when it was not queued (it is being
+  /// handed the gate).
+  bool withdraw_from_gate(const std::string& key, const acquire_op* op);
+
+ private:
+  std::shared_ptr<dlock::backend> backend_;
+  error_handler on_error_;
+  std::mutex gates_mutex_;
+  // A key is present while its gate is held; the deque holds the ops waiting for it.
+  std::unordered_map<std::string, std::deque<std::shared_ptr<acquire_op>>> gates_;
+};
+
+/// What a non-empty lock_handle owns.
+struct held_lock {
+  using lost_callback = std::stop_callback<std::function<void()>>;
+
+  std::shared_ptr<lock_service> service;
+  std::unique_ptr<lease> granted;
+  std::string name;
+  std::mutex callbacks_mutex;
+  std::vector<std::unique_ptr<lost_callback>> on_lost_callbacks;
+};
+
+struct handle_access {
+  static lock_handle make(std::unique_ptr<held_lock> state) noexcept {
+    return lock_handle(std::move(state));
+  }
+};
+
+}  // namespace dlock::detail

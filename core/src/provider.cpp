@@ -1,0 +1,41 @@
+#include <dlock/core/provider.hpp>
+
+#include <stdexcept>
+
+#include <dlock/core/naming.hpp>
+
+#include "lock_service.hpp"
+
+namespace dlock {
+
+provider::provider(std::shared_ptr<backend> backend, error_handler on_error)
+    : service_(std::make_shared<detail::lock_service>(std::move(backend), std::move(on_error))) {}
+
+distributed_lock provider::create_lock(std::string_view name) {
+  naming::validate_name(name);
+  return distributed_lock(detail::lock_target{service_, primitive::lock, std::string(name), 1});
+}
+
+distributed_reader_writer_lock provider::create_reader_writer_lock(std::string_view name) {
+  naming::validate_name(name);
+  return distributed_reader_writer_lock(
+      detail::lock_target{service_, primitive::reader_writer_lock, std::string(name), 1});
+}
+
+distributed_semaphore provider::create_semaphore(std::string_view name, std::uint32_t max_count) {
+  naming::validate_name(name);
+  if (max_count == 0) {
+    throw std::invalid_argument("dlock: max_count of semaphore '" +
+                                naming::quote_for_message(name) + "' must be at least 1");
+  }
+  return distributed_semaphore(
+      detail::lock_target{service_, primitive::semaphore, std::string(name), max_count});
+}
+
+std::string_view provider::scheme() const noexcept { return service_->backend().scheme(); }
+std::string provider::endpoint() const { return service_->backend().endpoint(); }
+boost::asio::any_io_executor provider::get_executor() const {
+  return service_->backend().executor();
+}
+
+}  // namespace dlock

@@ -1,0 +1,382 @@
+#include "file_backend.hpp"
+
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+#include <boost/asio/post.hpp>
+
+#include <dlock/core/errors.hpp>
+#include <dlock/core/naming.hpp>
+
+namespace dlock::file::detail {
+
+namespace {
+
+// Escaped names stay well below NAME_MAX (255) with the longest suffix,
+// ".semaphore.4294967295".
+constexpr std::size_t max_escaped_bytes = 200;
+
+constexpr std::uint32_t watched_events = IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_DELETE |
+                                         IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
+                                         IN_MOVE_SELF | IN_ONLYDIR;
+
+}  // namespace
+
+/// One acquire: tries the lock file (or each slot file) with LOCK_NB and, when told to
+/// wait, tries again whenever one of them is closed, removed or renamed. Runs on the io
+/// thread only; cancel() posts there.
+class file_acquire final : public acquire_operation,
+                           public std::enable_shared_from_this<file_acquire> {
+ public:
+  file_acquire(std::shared_ptr<file_backend> backend, acquire_request request,
+               acquire_completion done)
+      : backend_(std::move(backend)),
+        request_(std::move(request)),
+        done_(std::move(done)),
+        retry_timer_(backend_->executor()) {
+    if (request_.kind == primitive::semaphore) {
+      const std::string base = backend_->semaphore_file_name(request_.name);
+      count_file_ = backend_->directory() / base;
+      for (std::uint32_t i = 0; i < request_.max_count; ++i) {
+        candidates_.push_back({base + "." + std::to_string(i), {}});
+      }
+    } else {
+      candidates_.push_back({backend_->lock_file_name(request_.name), {}});
+    }
+  }
+
+  void start() {
+    boost::asio::post(backend_->executor(), [self = shared_from_this()] { self->attempt(); });
+  }
+
+  void cancel() noexcept override {
+    boost::asio::post(backend_->executor(), [self = shared_from_this()] {
+      if (!self->finished_) self->finish(nullptr, nullptr);
+    });
+  }
+
+  /// A watched file was closed, removed or renamed.
+  void on_file_event() { attempt(); }
+
+ private:
+  struct candidate {
+    std::string file;
+    // Kept open while waiting: closing it would raise the very close event that wakes
+    // every waiter, this one included, and the waiters would wake each other forever.
+    unique_fd fd;
+  };
+
+  void attempt() {
+    if (finished_) return;
+    try {
+      if (request_.kind == primitive::semaphore && !check_count()) return;
+      for (candidate& c : candidates_) {
+        const std::filesystem::path path = backend_->directory() / c.file;
+        for (int reopen = 0;; ++reopen) {
+          if (!c.fd) c.fd = open_lock_file(path);
+          if (!try_flock(c.fd.get(), request_.mode)) break;
+          if (path_names_fd(path, c.fd.get())) {
+            grant(c, path);
+            return;
+          }
+          // Locked a file that was removed or replaced since we opened it: that lock
+          // excludes nobody. Drop it and lock what the path names now.
+          c.fd.reset();
+          if (reopen == 1000) {
+            throw file_failure{path.string() + " keeps being replaced while being locked"};
+          }
+        }
+      }
+    } catch (const file_failure& failure) {
+      finish(std::make_exception_ptr(connection_error(
+                 "dlock: file " + backend_->endpoint() + ": " + failure.what + " for lock '" +
+                 naming::quote_for_message(request_.name) + "'")),
+             nullptr);
+      return;
+    }
+    if (!request_.wait) {
+      finish(nullptr, nullptr);
+      return;
+    }
+    if (!waiting_) {
+      waiting_ = true;
+      for (const candidate& c : candidates_) backend_->add_waiter(c.file, this);
+    }
+    arm_retry_timer();
+  }
+
+  bool check_count() {
+    if (!count_fd_) {
+      count_fd_ = open_lock_file(count_file_);
+      const std::uint32_t stored = check_semaphore_count(count_fd_.get(), request_.max_count);
+      if (stored != request_.max_count) {
+        finish(std::make_exception_ptr(std::invalid_argument(
+                   "dlock: file " + backend_->endpoint() + ": semaphore '" +
+                   naming::quote_for_message(request_.name) + "' is used with max_count " +
+                   std::to_string(request_.max_count) + " here but " + std::to_string(stored) +
+                   " in " + count_file_.string())),
+               nullptr);
+        return false;
+      }
+    }
+    return true;
+  }
+
+  void grant(candidate& c, const std::filesystem::path& path) {
+    const int counter_fd = request_.kind == primitive::semaphore ? count_fd_.get() : c.fd.get();
+    const std::uint64_t token = next_fencing_token(counter_fd);
+    auto granted = std::make_unique<file_lease>(backend_, path, c.file, std::move(c.fd),
+                                                request_.mode == lock_mode::exclusive, token);
+    finish(nullptr, std::move(granted));
+  }
+
+  void arm_retry_timer() {
+    retry_timer_.expires_after(backend_->settings().retry_period);
+    retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      if (auto self = weak.lock(); self && !ec) self->attempt();
+    });
+  }
+
+  void finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
+    finished_ = true;
+    retry_timer_.cancel();
+    if (waiting_) {
+      for (const candidate& c : candidates_) backend_->remove_waiter(c.file, this);
+      waiting_ = false;
+    }
+    candidates_.clear();
+    count_fd_.reset();
+    auto done = std::move(done_);
+    done(error, std::move(granted));
+  }
+
+  std::shared_ptr<file_backend> backend_;
+  acquire_request request_;
+  acquire_completion done_;
+  boost::asio::steady_timer retry_timer_;
+  std::vector<candidate> candidates_;
+  std::filesystem::path count_file_;
+  unique_fd count_fd_;
+  bool waiting_ = false;
+  bool finished_ = false;
+};
+
+file_backend::file_backend(const options& opts)
+    : options_(opts), io_(std::make_unique<io_thread>()) {
+  if (opts.directory.empty()) {
+    throw std::invalid_argument("dlock: file provider: option 'directory' must not be empty");
+  }
+  if (opts.monitor_period <= std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: file provider: option 'monitor_period' must be positive");
+  }
+  if (opts.retry_period <= std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: file provider: option 'retry_period' must be positive");
+  }
+  std::error_code ec;
+  directory_ = std::filesystem::absolute(opts.directory, ec).lexically_normal();
+  if (!directory_.has_filename()) directory_ = directory_.parent_path();
+  std::filesystem::create_directories(directory_, ec);
+  if (ec) {
+    throw connection_error("dlock: file " + directory_.string() +
+                           ": cannot create the lock directory: " + ec.message());
+  }
+  inotify_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+  if (!inotify_) {
+    throw connection_error("dlock: file " + directory_.string() +
+                           ": inotify_init1: " + std::strerror(errno));
+  }
+  watch_directory();
+}
+
+file_backend::~file_backend() {
+  // Stop the io thread before the objects its handlers use go away.
+  io_.reset();
+}
+
+void file_backend::watch_directory() {
+  if (::inotify_add_watch(inotify_.get(), directory_.c_str(), watched_events) < 0) {
+    throw connection_error("dlock: file " + directory_.string() +
+                           ": cannot watch the lock directory: " + std::strerror(errno));
+  }
+}
+
+void file_backend::start() {
+  boost::asio::post(io_->executor(), [self = shared_from_this()] {
+    self->events_.emplace(self->io_->executor(), ::dup(self->inotify_.get()));
+    self->monitor_timer_.emplace(self->io_->executor());
+    self->wait_for_events();
+    self->schedule_monitor();
+  });
+}
+
+void file_backend::wait_for_events() {
+  events_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                      [weak = weak_from_this()](boost::system::error_code ec) {
+                        auto self = weak.lock();
+                        if (!self || ec) return;
+                        self->read_events();
+                        self->wait_for_events();
+                      });
+}
+
+void file_backend::read_events() {
+  alignas(inotify_event) char buffer[16 * 1024];
+  std::vector<std::string> touched;   // closed, removed or renamed: wake its waiters
+  std::vector<std::string> replaced;  // removed or renamed: check its holders
+  bool everything = false;
+  for (;;) {
+    const ssize_t got = ::read(inotify_.get(), buffer, sizeof buffer);
+    if (got <= 0) break;
+    for (char* at = buffer; at < buffer + got;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(at);
+      at += sizeof(inotify_event) + event->len;
+      if (event->mask & (IN_Q_OVERFLOW | IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) {
+        everything = true;
+        continue;
+      }
+      if (event->len == 0) continue;
+      std::string file(event->name);
+      if (event->mask & (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) replaced.push_back(file);
+      touched.push_back(std::move(file));
+    }
+  }
+  if (everything) {
+    check_held(nullptr);
+  } else {
+    std::sort(replaced.begin(), replaced.end());
+    replaced.erase(std::unique(replaced.begin(), replaced.end()), replaced.end());
+    for (const std::string& file : replaced) check_held(&file);
+  }
+  std::vector<std::shared_ptr<file_acquire>> wake;
+  if (everything) {
+    for (auto& [file, list] : waiters_) {
+      for (file_acquire* waiter : list) wake.push_back(waiter->shared_from_this());
+    }
+  } else {
+    for (const std::string& file : touched) {
+      if (auto it = waiters_.find(file); it != waiters_.end()) {
+        for (file_acquire* waiter : it->second) wake.push_back(waiter->shared_from_this());
+      }
+    }
+  }
+  std::sort(wake.begin(), wake.end());
+  wake.erase(std::unique(wake.begin(), wake.end()), wake.end());
+  for (auto& waiter : wake) waiter->on_file_event();
+}
+
+void file_backend::check_held(const std::string* file) {
+  std::lock_guard lock(held_mutex_);
+  if (file) {
+    auto [first, last] = held_.equal_range(*file);
+    for (auto it = first; it != last; ++it) it->second->check_still_named();
+  } else {
+    for (auto& [name, lease] : held_) lease->check_still_named();
+  }
+}
+
+void file_backend::schedule_monitor() {
+  monitor_timer_->expires_after(options_.monitor_period);
+  monitor_timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!self || ec) return;
+    self->check_held(nullptr);
+    self->schedule_monitor();
+  });
+}
+
+std::string file_backend::lock_file_name(std::string_view name) const {
+  return naming::escape_segment(name, max_escaped_bytes, true) + ".lock";
+}
+
+std::string file_backend::semaphore_file_name(std::string_view name) const {
+  return naming::escape_segment(name, max_escaped_bytes, true) + ".semaphore";
+}
+
+std::shared_ptr<acquire_operation> file_backend::start_acquire(acquire_request request,
+                                                               acquire_completion done) {
+  auto operation =
+      std::make_shared<file_acquire>(shared_from_this(), std::move(request), std::move(done));
+  operation->start();
+  return operation;
+}
+
+void file_backend::add_waiter(const std::string& file, file_acquire* waiter) {
+  waiters_[file].push_back(waiter);
+}
+
+void file_backend::remove_waiter(const std::string& file, file_acquire* waiter) {
+  auto it = waiters_.find(file);
+  if (it == waiters_.end()) return;
+  std::erase(it->second, waiter);
+  if (it->second.empty()) waiters_.erase(it);
+}
+
+void file_backend::add_held(const std::string& file, file_lease* lease) {
+  std::lock_guard lock(held_mutex_);
+  held_.emplace(file, lease);
+}
+
+void file_backend::remove_held(const std::string& file, file_lease* lease) {
+  std::lock_guard lock(held_mutex_);
+  auto [first, last] = held_.equal_range(file);
+  for (auto it = first; it != last; ++it) {
+    if (it->second == lease) {
+      held_.erase(it);
+      return;
+    }
+  }
+}
+
+file_lease::file_lease(std::shared_ptr<file_backend> backend, std::filesystem::path path,
+                       std::string file, unique_fd fd, bool exclusive,
+                       std::uint64_t fencing_token)
+    : lease(fencing_token),
+      backend_(std::move(backend)),
+      path_(std::move(path)),
+      file_(std::move(file)),
+      fd_(std::move(fd)),
+      exclusive_(exclusive) {
+  backend_->add_held(file_, this);
+}
+
+file_lease::~file_lease() {
+  if (fd_) {
+    backend_->remove_held(file_, this);
+    fd_.reset();
+  }
+}
+
+void file_lease::release() {
+  if (!fd_) return;
+  backend_->remove_held(file_, this);
+  // Unlinking while still holding the lock is what makes removal safe: a contender that
+  // opened the old file and locks it after us finds that the path no longer names it.
+  if (backend_->settings().remove_files_on_release && exclusive_ && !lost()) {
+    try {
+      if (path_names_fd(path_, fd_.get())) ::unlink(path_.c_str());
+    } catch (const file_failure&) {
+      // Keeping the file is always safe; only its removal was optional.
+    }
+  }
+  fd_.reset();
+}
+
+void file_lease::check_still_named() {
+  if (lost() || !fd_) return;
+  try {
+    if (!path_names_fd(path_, fd_.get())) mark_lost();
+  } catch (const file_failure& failure) {
+    report_background_error(
+        backend_->settings().on_error,
+        std::make_exception_ptr(connection_error("dlock: file " + backend_->endpoint() + ": " +
+                                                 failure.what + " while checking a held lock")));
+  }
+}
+
+}  // namespace dlock::file::detail

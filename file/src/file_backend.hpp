@@ -1,0 +1,94 @@
+// Private to dlock::file: the backend behind dlock::file::provider.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <dlock/core/backend.hpp>
+#include <dlock/core/io_thread.hpp>
+#include <dlock/file/provider.hpp>
+
+#include "lock_files.hpp"
+
+namespace dlock::file::detail {
+
+class file_acquire;
+class file_lease;
+
+/// The lock directory, watched with inotify: waiters wake when a lock file is closed (a
+/// holder released or died), and held locks are checked when a file is removed or renamed.
+class file_backend final : public dlock::backend,
+                           public std::enable_shared_from_this<file_backend> {
+ public:
+  /// Creates the directory and its watch. Throws connection_error when it cannot.
+  explicit file_backend(const options& opts);
+  ~file_backend() override;
+
+  std::string_view scheme() const noexcept override { return "file"; }
+  std::string endpoint() const override { return directory_.string(); }
+  boost::asio::any_io_executor executor() const override { return io_->executor(); }
+  bool running_in_this_thread() const noexcept override { return io_->running_in_this_thread(); }
+  std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
+                                                   acquire_completion done) override;
+
+  /// Starts the watch and the monitor; called once the backend is owned by a shared_ptr.
+  void start();
+
+  const std::filesystem::path& directory() const noexcept { return directory_; }
+  const options& settings() const noexcept { return options_; }
+  std::string lock_file_name(std::string_view name) const;
+  std::string semaphore_file_name(std::string_view name) const;
+
+  // Waiters and held leases, by file name. Waiters are touched only on the io thread;
+  // held leases also from the threads that release them, under held_mutex_.
+  void add_waiter(const std::string& file, file_acquire* waiter);
+  void remove_waiter(const std::string& file, file_acquire* waiter);
+  void add_held(const std::string& file, file_lease* lease);
+  void remove_held(const std::string& file, file_lease* lease);
+
+ private:
+  void watch_directory();
+  void wait_for_events();
+  void read_events();
+  void check_held(const std::string* file);
+  void schedule_monitor();
+
+  options options_;
+  std::filesystem::path directory_;
+  std::unique_ptr<io_thread> io_;
+  unique_fd inotify_;
+  std::optional<boost::asio::posix::stream_descriptor> events_;
+  std::optional<boost::asio::steady_timer> monitor_timer_;
+  std::unordered_map<std::string, std::vector<file_acquire*>> waiters_;
+  std::mutex held_mutex_;
+  std::unordered_multimap<std::string, file_lease*> held_;
+};
+
+/// A granted file lock: the open, flock'ed file.
+class file_lease final : public dlock::lease {
+ public:
+  file_lease(std::shared_ptr<file_backend> backend, std::filesystem::path path, std::string file,
+             unique_fd fd, bool exclusive, std::uint64_t fencing_token);
+  ~file_lease() override;
+  void release() override;
+
+  /// Marks the lease lost if its path no longer names its file. Called under held_mutex_.
+  void check_still_named();
+
+ private:
+  std::shared_ptr<file_backend> backend_;
+  std::filesystem::path path_;
+  std::string file_;
+  unique_fd fd_;
+  bool exclusive_;
+};
+
+}  // namespace dlock::file::detail

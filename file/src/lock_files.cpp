@@ -1,0 +1,158 @@
+#include "lock_files.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+namespace dlock::file::detail {
+
+namespace {
+
+// The counter is 20 decimal digits and a newline at offset 0: fixed width, so an update is
+// one pwrite and a reader never sees a shorter, stale tail. The semaphore file continues
+// with "max_count=<n>\n".
+constexpr std::size_t counter_bytes = 21;
+constexpr std::size_t semaphore_header_bytes = 64;
+
+[[noreturn]] void fail(const char* call, const std::filesystem::path& path, int error) {
+  throw file_failure{std::string(call) + "(" + path.string() + "): " + std::strerror(error)};
+}
+
+[[noreturn]] void fail(const char* call, int error) {
+  throw file_failure{std::string(call) + ": " + std::strerror(error)};
+}
+
+/// Holds an open-file-description write lock on [0, length) while alive.
+class range_lock {
+ public:
+  range_lock(int fd, std::size_t length) : fd_(fd), length_(length) { set(F_WRLCK); }
+  ~range_lock() {
+    struct flock unlock_range {};
+    unlock_range.l_type = F_UNLCK;
+    unlock_range.l_whence = SEEK_SET;
+    unlock_range.l_len = static_cast<off_t>(length_);
+    ::fcntl(fd_, F_OFD_SETLK, &unlock_range);
+  }
+  range_lock(const range_lock&) = delete;
+  range_lock& operator=(const range_lock&) = delete;
+
+ private:
+  void set(short type) {
+    struct flock range {};
+    range.l_type = type;
+    range.l_whence = SEEK_SET;
+    range.l_len = static_cast<off_t>(length_);
+    while (::fcntl(fd_, F_OFD_SETLKW, &range) != 0) {
+      if (errno != EINTR) fail("fcntl(F_OFD_SETLKW)", errno);
+    }
+  }
+  int fd_;
+  std::size_t length_;
+};
+
+std::string read_prefix(int fd, std::size_t length) {
+  std::string buffer(length, '\0');
+  ssize_t got;
+  do {
+    got = ::pread(fd, buffer.data(), length, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) fail("pread", errno);
+  buffer.resize(static_cast<std::size_t>(got));
+  return buffer;
+}
+
+void write_prefix(int fd, std::string_view data) {
+  ssize_t put;
+  do {
+    put = ::pwrite(fd, data.data(), data.size(), 0);
+  } while (put < 0 && errno == EINTR);
+  if (put < 0) fail("pwrite", errno);
+  if (static_cast<std::size_t>(put) != data.size()) fail("pwrite", EIO);
+}
+
+std::uint64_t parse_counter(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto digits = text.substr(0, counter_bytes - 1);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  return ec == std::errc() ? value : 0;
+}
+
+std::string format_counter(std::uint64_t value) {
+  char buffer[counter_bytes + 1];
+  std::snprintf(buffer, sizeof buffer, "%020llu\n", static_cast<unsigned long long>(value));
+  return std::string(buffer, counter_bytes);
+}
+
+}  // namespace
+
+void unique_fd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+unique_fd open_lock_file(const std::filesystem::path& path) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) fail("open", path, errno);
+  return unique_fd(fd);
+}
+
+bool try_flock(int fd, lock_mode mode) {
+  const int operation = (mode == lock_mode::shared ? LOCK_SH : LOCK_EX) | LOCK_NB;
+  while (::flock(fd, operation) != 0) {
+    if (errno == EWOULDBLOCK) return false;
+    if (errno != EINTR) fail("flock", errno);
+  }
+  return true;
+}
+
+bool path_names_fd(const std::filesystem::path& path, int fd) {
+  struct stat by_path {};
+  struct stat by_fd {};
+  if (::fstat(fd, &by_fd) != 0) fail("fstat", errno);
+  if (::stat(path.c_str(), &by_path) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return false;
+    fail("stat", path, errno);
+  }
+  return by_path.st_dev == by_fd.st_dev && by_path.st_ino == by_fd.st_ino;
+}
+
+std::uint64_t next_fencing_token(int fd) {
+  range_lock serialise(fd, counter_bytes);
+  const std::uint64_t stored = parse_counter(read_prefix(fd, counter_bytes));
+  const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  const std::uint64_t next = std::max<std::uint64_t>(stored + 1, static_cast<std::uint64_t>(now));
+  write_prefix(fd, format_counter(next));
+  return next;
+}
+
+std::uint32_t check_semaphore_count(int fd, std::uint32_t max_count) {
+  range_lock serialise(fd, counter_bytes);
+  const std::string header = read_prefix(fd, semaphore_header_bytes);
+  constexpr std::string_view key = "max_count=";
+  if (header.size() > counter_bytes && std::string_view(header).substr(counter_bytes).starts_with(key)) {
+    std::uint32_t stored = 0;
+    const char* begin = header.data() + counter_bytes + key.size();
+    const auto [end, ec] = std::from_chars(begin, header.data() + header.size(), stored);
+    if (ec == std::errc() && stored > 0) return stored;
+  }
+  const std::string fresh = (header.size() >= counter_bytes ? header.substr(0, counter_bytes)
+                                                            : format_counter(0)) +
+                            std::string(key) + std::to_string(max_count) + "\n";
+  write_prefix(fd, fresh);
+  return max_count;
+}
+
+}  // namespace dlock::file::detail

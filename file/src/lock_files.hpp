@@ -1,0 +1,58 @@
+// Private to dlock::file: the system calls on lock files, without any waiting or threads.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <dlock/core/backend.hpp>
+
+namespace dlock::file::detail {
+
+/// An owned file descriptor.
+class unique_fd {
+ public:
+  unique_fd() noexcept = default;
+  explicit unique_fd(int fd) noexcept : fd_(fd) {}
+  unique_fd(unique_fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  unique_fd& operator=(unique_fd&& other) noexcept {
+    if (this != &other) reset(std::exchange(other.fd_, -1));
+    return *this;
+  }
+  ~unique_fd() { reset(); }
+  int get() const noexcept { return fd_; }
+  explicit operator bool() const noexcept { return fd_ >= 0; }
+  void reset(int fd = -1) noexcept;
+
+ private:
+  int fd_ = -1;
+};
+
+/// Thrown by these helpers for an unexpected errno; the backend turns it into a
+/// dlock::connection_error naming the lock.
+struct file_failure {
+  std::string what;  ///< "open(/dir/x.lock): Permission denied"
+};
+
+/// Opens (creating if missing, mode 0666 less umask) `path` for reading and writing.
+unique_fd open_lock_file(const std::filesystem::path& path);
+
+/// One non-blocking flock(2): true when taken, false when someone else holds it.
+bool try_flock(int fd, lock_mode mode);
+
+/// True when `path` still names the file open as `fd` (it was not removed or replaced).
+/// Only then does a lock taken on `fd` exclude everyone who opens `path` later.
+bool path_names_fd(const std::filesystem::path& path, int fd);
+
+/// Reads the fencing counter at the start of the file open as `fd`, stores the next token and
+/// returns it. The next token is max(counter + 1, microseconds since the epoch), so tokens
+/// keep rising even after the file was removed and its counter lost. Updates are serialised
+/// by an open-file-description lock on the counter's bytes, which does not interact with
+/// flock(2), so readers holding LOCK_SH together still get distinct tokens.
+std::uint64_t next_fencing_token(int fd);
+
+/// Checks (storing it if the file is new) the semaphore's max_count in the file open as `fd`.
+/// Returns the stored count, which differs from `max_count` on a mismatch.
+std::uint32_t check_semaphore_count(int fd, std::uint32_t max_count);
+
+}  // namespace dlock::file::detail
