@@ -1,0 +1,40 @@
+// The contract suite's view of a backend: each tests/contract/backends/<name>.cpp defines
+// contract::backend() for the backend it links, and the same cases run against all of them.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <dlock/core.hpp>
+
+namespace contract {
+
+class backend_fixture {
+ public:
+  virtual ~backend_fixture() = default;
+
+  /// The backend's label: "file", "redis", ...
+  virtual std::string label() const = 0;
+
+  /// A new provider over the same backend: a separate client, as another process would be.
+  virtual std::shared_ptr<dlock::provider> make_provider() = 0;
+
+  /// A URL for make_provider in helper processes, reaching the same backend.
+  virtual std::string url() const = 0;
+
+  /// Takes the held lock `name` away behind its holder's back (removes or replaces the lock
+  /// file, deletes the key or node, kills the session), as an operator or a fault would.
+  virtual void break_lock(const std::string& name) = 0;
+
+  /// Builds a provider for an endpoint that cannot be reached and uses it for one acquire;
+  /// the contract is that this throws dlock::connection_error naming the endpoint.
+  virtual void acquire_from_unreachable_endpoint() = 0;
+
+  /// A fragment the message of such a connection_error must contain (the endpoint).
+  virtual std::string unreachable_endpoint() const = 0;
+};
+
+/// The backend under test in this executable.
+backend_fixture& backend();
+
+}  // namespace contract

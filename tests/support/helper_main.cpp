@@ -1,0 +1,74 @@
+// dlock-test-helper: another process for the multi-process tests.
+//
+//   dlock-test-helper hold URL NAME MODE    MODE: lock | read | write | semaphore:N
+//     acquires, prints "acquired <token>", releases when stdin closes, prints "released".
+//   dlock-test-helper contend URL NAME ITERATIONS LOGFILE
+//     acquires and releases ITERATIONS times, appending "B <token> <pid>" and
+//     "E <token> <pid>" around each critical section (O_APPEND, one write per line).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <dlock/dlock.hpp>
+
+namespace {
+
+dlock::lock_handle acquire(dlock::provider& provider, const std::string& name,
+                           const std::string& mode) {
+  if (mode == "lock") return provider.create_lock(name).acquire();
+  if (mode == "read") return provider.create_reader_writer_lock(name).acquire_read();
+  if (mode == "write") return provider.create_reader_writer_lock(name).acquire_write();
+  if (mode.rfind("semaphore:", 0) == 0) {
+    return provider.create_semaphore(name, static_cast<std::uint32_t>(std::stoul(mode.substr(10))))
+        .acquire();
+  }
+  throw std::invalid_argument("unknown mode " + mode);
+}
+
+void append_line(int fd, const std::string& line) {
+  if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    throw std::runtime_error("log write failed");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const std::string command = argc > 1 ? argv[1] : "";
+  if (command == "hold" && argc == 5) {
+    auto provider = dlock::make_provider(argv[2]);
+    dlock::lock_handle handle = acquire(*provider, argv[3], argv[4]);
+    handle.on_lost([] { std::cout << "lost" << std::endl; });
+    std::cout << "acquired " << handle.fencing_token() << std::endl;
+    std::string line;
+    while (std::getline(std::cin, line)) {
+    }
+    handle.release();
+    std::cout << "released" << std::endl;
+    return 0;
+  }
+  if (command == "contend" && argc == 6) {
+    auto provider = dlock::make_provider(argv[2]);
+    auto lock = provider->create_lock(argv[3]);
+    const int iterations = std::stoi(argv[4]);
+    const int log = ::open(argv[5], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (log < 0) throw std::runtime_error("cannot open log");
+    const std::string pid = std::to_string(::getpid());
+    for (int i = 0; i < iterations; ++i) {
+      dlock::lock_handle handle = lock.acquire();
+      const std::string token = std::to_string(handle.fencing_token());
+      append_line(log, "B " + token + " " + pid + "\n");
+      append_line(log, "E " + token + " " + pid + "\n");
+    }
+    ::close(log);
+    return 0;
+  }
+  std::cerr << "usage: dlock-test-helper hold URL NAME MODE | contend URL NAME N LOG\n";
+  return 64;
+} catch (const std::exception& e) {
+  std::cerr << "dlock-test-helper: " << e.what() << '\n';
+  return 1;
+}

@@ -1,0 +1,73 @@
+// Test support: waiting on conditions with deadlines, temporary directories, child processes.
+// Every wait in the tests goes through wait_until; nothing sleeps and hopes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace support {
+
+using namespace std::chrono_literals;
+
+/// Polls `condition` until it holds or `timeout` passes; returns whether it held.
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 10s);
+
+/// A fresh directory under $TMPDIR, removed with its contents on destruction.
+class temp_directory {
+ public:
+  temp_directory();
+  ~temp_directory();
+  temp_directory(const temp_directory&) = delete;
+  temp_directory& operator=(const temp_directory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// A name unique to this process and call, for backends whose state outlives a test.
+std::string unique_name(const std::string& base);
+
+/// A child process with pipes to its stdin and from its stdout (stderr is inherited).
+class child_process {
+ public:
+  /// Starts `argv` (argv[0] is a path) with `extra_env` ("K=V") added to the environment.
+  explicit child_process(std::vector<std::string> argv, std::vector<std::string> extra_env = {},
+                         bool new_process_group = false);
+  ~child_process();  // kills (SIGKILL) and reaps a child still running
+  child_process(const child_process&) = delete;
+  child_process& operator=(const child_process&) = delete;
+
+  pid_t pid() const { return pid_; }
+  /// Reads one line of stdout (without '\n'); nullopt on EOF or when `timeout` passes.
+  std::optional<std::string> read_line(std::chrono::milliseconds timeout = 10s);
+  /// Everything left on stdout until EOF (bounded by `timeout`).
+  std::string read_all(std::chrono::milliseconds timeout = 10s);
+  void write_stdin(const std::string& text);
+  void close_stdin();
+  void signal(int signo);
+  /// Waits for exit; returns the wait status, or nullopt when `timeout` passes first.
+  std::optional<int> wait(std::chrono::milliseconds timeout = 10s);
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_fd_ = -1;
+  int stdout_fd_ = -1;
+  std::string buffer_;
+  std::optional<int> status_;
+};
+
+/// Exit code of a wait status, or 128 + signal for a killed child.
+int exit_code(int wait_status);
+
+/// Paths of the programs under test, set by CMake.
+std::string helper_path();
+std::string cli_path();
+
+}  // namespace support
