@@ -1,0 +1,323 @@
+// dlock: runs a command while holding a distributed lock. docs/cli.md is the manual.
+//
+// One thread of ours: signals arrive on a signalfd (blocked in every thread, so the
+// provider's threads never take them), the acquire completes asynchronously into an
+// eventfd, and a lost lock rings another; main() polls the three.
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+
+#include <dlock/dlock.hpp>
+
+#include "command_line.hpp"
+#include "exit_codes.hpp"
+#include "supervised_child.hpp"
+
+namespace {
+
+using namespace dlock::cli;
+using clock_type = std::chrono::steady_clock;
+
+const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
+bool is_forwarded(int signo) {
+  for (int s : forwarded_signals) {
+    if (s == signo) return true;
+  }
+  return false;
+}
+
+/// A file descriptor that closes itself.
+class owned_fd {
+ public:
+  explicit owned_fd(int fd) : fd_(fd) {}
+  ~owned_fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  owned_fd(const owned_fd&) = delete;
+  owned_fd& operator=(const owned_fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+void ring(int eventfd) {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto written = ::write(eventfd, &one, sizeof one);
+}
+
+void drain(int eventfd) {
+  std::uint64_t count = 0;
+  [[maybe_unused]] auto got = ::read(eventfd, &count, sizeof count);
+}
+
+/// Reads one pending signal from the signalfd; 0 if none.
+int next_signal(int signal_fd) {
+  signalfd_siginfo info{};
+  const auto got = ::read(signal_fd, &info, sizeof info);
+  return got == static_cast<ssize_t>(sizeof info) ? static_cast<int>(info.ssi_signo) : 0;
+}
+
+/// Waits for any of `fds` to be readable, up to `deadline` (nullopt: no limit).
+void wait_readable(std::vector<pollfd>& fds, std::optional<clock_type::time_point> deadline) {
+  int timeout_ms = -1;
+  if (deadline) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - clock_type::now());
+    timeout_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
+  }
+  for (auto& fd : fds) fd.revents = 0;
+  if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
+    throw std::system_error(errno, std::generic_category(), "dlock: poll");
+  }
+}
+
+struct acquire_result {
+  std::mutex mutex;
+  std::exception_ptr error;
+  std::optional<dlock::lock_handle> handle;
+};
+
+template <typename Lock>
+void start_acquire(Lock& lock, lock_kind kind, std::chrono::nanoseconds timeout,
+                   std::stop_token stop, std::shared_ptr<acquire_result> result, int done_fd) {
+  auto on_done = [result, done_fd](std::exception_ptr error,
+                                   std::optional<dlock::lock_handle> handle) {
+    {
+      std::lock_guard guard(result->mutex);
+      result->error = error;
+      result->handle = std::move(handle);
+    }
+    ring(done_fd);
+  };
+  if constexpr (std::is_same_v<Lock, dlock::distributed_reader_writer_lock>) {
+    if (kind == lock_kind::shared) {
+      lock.async_try_acquire_read(timeout, std::move(stop), std::move(on_done));
+    } else {
+      lock.async_try_acquire_write(timeout, std::move(stop), std::move(on_done));
+    }
+  } else {
+    lock.async_try_acquire(timeout, std::move(stop), std::move(on_done));
+  }
+}
+
+const char* kind_word(lock_kind kind) {
+  switch (kind) {
+    case lock_kind::shared: return "read lock";
+    case lock_kind::write: return "write lock";
+    case lock_kind::semaphore: return "semaphore slot";
+    case lock_kind::exclusive: break;
+  }
+  return "lock";
+}
+
+int exit_status_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return exit_signal_base + WTERMSIG(wait_status);
+  return exit_internal;
+}
+
+int run(const command_line& args, const sigset_t& original_mask, int signal_fd) {
+  const auto started = clock_type::now();
+  std::shared_ptr<dlock::provider> provider = dlock::make_provider(args.url);
+  const std::string where = std::string(provider->scheme()) + " " + provider->endpoint();
+
+  owned_fd acquired_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  owned_fd lost_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (acquired_fd.get() < 0 || lost_fd.get() < 0) {
+    throw std::system_error(errno, std::generic_category(), "dlock: eventfd");
+  }
+  std::stop_source stop;
+  auto result = std::make_shared<acquire_result>();
+  const std::chrono::nanoseconds timeout = args.wait.value_or(dlock::forever);
+  switch (args.kind) {
+    case lock_kind::exclusive: {
+      auto lock = provider->create_lock(args.name);
+      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_fd.get());
+      break;
+    }
+    case lock_kind::shared:
+    case lock_kind::write: {
+      auto lock = provider->create_reader_writer_lock(args.name);
+      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_fd.get());
+      break;
+    }
+    case lock_kind::semaphore: {
+      auto lock = provider->create_semaphore(args.name, args.semaphore_count);
+      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_fd.get());
+      break;
+    }
+  }
+
+  // Wait for the grant; a signal meanwhile withdraws the request.
+  int interrupting_signal = 0;
+  std::vector<pollfd> waiting = {{signal_fd, POLLIN, 0}, {acquired_fd.get(), POLLIN, 0}};
+  while (true) {
+    wait_readable(waiting, std::nullopt);
+    if (waiting[0].revents & POLLIN) {
+      for (int signo; (signo = next_signal(signal_fd)) != 0;) {
+        if (is_forwarded(signo) && interrupting_signal == 0) {
+          interrupting_signal = signo;
+          stop.request_stop();
+        }
+      }
+    }
+    if (waiting[1].revents & POLLIN) break;
+  }
+  std::optional<dlock::lock_handle> handle;
+  {
+    std::lock_guard guard(result->mutex);
+    if (result->error) std::rethrow_exception(result->error);
+    handle = std::move(result->handle);
+  }
+  if (interrupting_signal != 0) {
+    if (args.verbose) {
+      std::cerr << "dlock: " << strsignal(interrupting_signal) << " while waiting for "
+                << kind_word(args.kind) << " '" << args.name << "' at " << where << "\n";
+    }
+    return exit_signal_base + interrupting_signal;
+  }
+  if (!handle) {
+    if (args.verbose) {
+      std::cerr << "dlock: " << kind_word(args.kind) << " '" << args.name << "' at " << where
+                << " is held elsewhere; gave up\n";
+    }
+    return args.conflict_exit_code;
+  }
+
+  const std::uint64_t token = handle->fencing_token();
+  if (args.verbose) {
+    const auto waited = std::chrono::duration<double, std::milli>(clock_type::now() - started);
+    std::cerr << "dlock: acquired " << kind_word(args.kind) << " '" << args.name << "' at "
+              << where << " (fencing token " << token << ") after " << waited.count()
+              << " ms\n";
+  }
+  const int lost_event = lost_fd.get();
+  handle->on_lost([lost_event] { ring(lost_event); });
+
+  std::optional<supervised_child> child;
+  try {
+    child.emplace(args.command, std::vector<std::string>{"DLOCK_FENCING_TOKEN=" + std::to_string(token)},
+                  original_mask);
+  } catch (const spawn_error& e) {
+    std::cerr << e.what() << "\n";
+    return e.exit_code;
+  }
+
+  // Supervise: forward signals, and end the command if the lock is lost.
+  std::optional<clock_type::time_point> kill_deadline;
+  bool lost = false;
+  int wait_status = 0;
+  std::vector<pollfd> running = {{signal_fd, POLLIN, 0}, {lost_event, POLLIN, 0}};
+  while (true) {
+    if (auto status = child->try_reap()) {
+      wait_status = *status;
+      break;
+    }
+    wait_readable(running, kill_deadline);
+    if (running[0].revents & POLLIN) {
+      for (int signo; (signo = next_signal(signal_fd)) != 0;) {
+        if (is_forwarded(signo)) child->signal_group(signo);
+      }
+    }
+    if ((running[1].revents & POLLIN) && !lost) {
+      drain(lost_event);
+      lost = true;
+      std::cerr << "dlock: lost " << kind_word(args.kind) << " '" << args.name << "' at "
+                << where << "; terminating the command (SIGTERM, SIGKILL after "
+                << std::chrono::duration<double>(args.kill_grace).count() << " s)\n";
+      child->signal_group(SIGTERM);
+      kill_deadline = clock_type::now() + args.kill_grace;
+    }
+    if (kill_deadline && clock_type::now() >= *kill_deadline) {
+      child->signal_group(SIGKILL);
+      kill_deadline.reset();
+    }
+  }
+  // The command finished; its group may linger, but the lock no longer protects it.
+  lost = lost || handle->lost();
+  try {
+    handle->release();
+    if (args.verbose && !lost) {
+      std::cerr << "dlock: released " << kind_word(args.kind) << " '" << args.name << "'\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << " (the backend frees the lock by itself)\n";
+  }
+  if (lost) {
+    if (WIFEXITED(wait_status) || WIFSIGNALED(wait_status)) {
+      std::cerr << "dlock: the command ended with status " << exit_status_of(wait_status)
+                << " after the lock was lost\n";
+    }
+    return exit_lock_lost;
+  }
+  return exit_status_of(wait_status);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  command_line args;
+  try {
+    const char* default_url = std::getenv("DLOCK_URL");
+    args = parse_command_line(std::vector<std::string>(argv + 1, argv + argc),
+                              default_url ? std::optional<std::string>(default_url)
+                                          : std::nullopt);
+  } catch (const usage_error& e) {
+    std::cerr << "dlock: " << e.what() << "\n" << usage_text;
+    return exit_usage;
+  }
+  if (args.help) {
+    std::cout << usage_text << "\n" << help_text;
+    return 0;
+  }
+  if (args.version) {
+    std::cout << "dlock " << DLOCK_VERSION << "\n";
+    return 0;
+  }
+
+  // Blocked before any thread exists, so every provider thread inherits the mask and the
+  // signals queue on the signalfd for main() alone.
+  sigset_t handled, original_mask;
+  sigemptyset(&handled);
+  for (int signo : forwarded_signals) sigaddset(&handled, signo);
+  sigaddset(&handled, SIGCHLD);
+  sigaddset(&handled, SIGTTOU);  // lets dlock take the terminal back from a background group
+  sigaddset(&handled, SIGPIPE);
+  if (::pthread_sigmask(SIG_BLOCK, &handled, &original_mask) != 0) {
+    std::cerr << "dlock: cannot block signals\n";
+    return exit_os_error;
+  }
+  owned_fd signal_fd(::signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (signal_fd.get() < 0) {
+    std::cerr << "dlock: signalfd: " << std::strerror(errno) << "\n";
+    return exit_os_error;
+  }
+
+  try {
+    return run(args, original_mask, signal_fd.get());
+  } catch (const std::invalid_argument& e) {
+    std::cerr << e.what() << "\n" << usage_text;
+    return exit_usage;
+  } catch (const dlock::error& e) {
+    std::cerr << e.what() << "\n";
+    return exit_unavailable;
+  } catch (const std::system_error& e) {
+    std::cerr << e.what() << "\n";
+    return exit_os_error;
+  } catch (const std::exception& e) {
+    std::cerr << "dlock: internal error: " << e.what() << "\n";
+    return exit_internal;
+  }
+}

@@ -1,0 +1,144 @@
+#include "supervised_child.hpp"
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "exit_codes.hpp"
+
+extern char** environ;
+
+namespace dlock::cli {
+namespace {
+
+// Resolved before fork: after fork in a threaded process only async-signal-safe calls are
+// allowed, and execvp's PATH search allocates.
+std::string resolve_command(const std::string& command) {
+  if (command.empty()) throw spawn_error(exit_not_found, "dlock: empty command name");
+  if (command.find('/') != std::string::npos) return command;
+  const char* path_env = std::getenv("PATH");
+  const std::string path = path_env && *path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+  std::string first_not_executable;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string dir = end == start ? "." : path.substr(start, end - start);
+    const std::string candidate = dir + "/" + command;
+    struct stat info {};
+    if (::stat(candidate.c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+      if (first_not_executable.empty()) first_not_executable = candidate;
+    }
+    start = end + 1;
+  }
+  if (!first_not_executable.empty()) {
+    throw spawn_error(exit_not_executable,
+                      "dlock: " + first_not_executable + ": permission denied");
+  }
+  throw spawn_error(exit_not_found, "dlock: " + command + ": command not found");
+}
+
+// True when dlock is the foreground job of a terminal on stdin: the command then gets the
+// terminal, so Ctrl-C and Ctrl-Z reach it directly, as a shell would arrange.
+bool in_foreground_of_terminal() {
+  return ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+}
+
+}  // namespace
+
+supervised_child::supervised_child(const std::vector<std::string>& command,
+                                   const std::vector<std::string>& extra_env,
+                                   const sigset_t& child_mask) {
+  const std::string program = resolve_command(command.at(0));
+  std::vector<char*> argv;
+  for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_storage = extra_env;
+  std::vector<char*> envp;
+  for (char** entry = environ; *entry; ++entry) {
+    const std::string_view kv(*entry);
+    bool overridden = false;
+    for (const auto& extra : extra_env) {
+      const auto key = extra.substr(0, extra.find('=') + 1);
+      if (kv.starts_with(key)) overridden = true;
+    }
+    if (!overridden) envp.push_back(*entry);
+  }
+  for (auto& extra : env_storage) envp.push_back(extra.data());
+  envp.push_back(nullptr);
+
+  // The child reports a failed exec through this pipe; EOF means exec succeeded.
+  int exec_status[2];
+  if (::pipe2(exec_status, O_CLOEXEC) != 0) {
+    throw spawn_error(exit_os_error, std::string("dlock: pipe: ") + std::strerror(errno));
+  }
+  const bool give_terminal = in_foreground_of_terminal();
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(exec_status[0]);
+    ::close(exec_status[1]);
+    throw spawn_error(exit_os_error, std::string("dlock: fork: ") + std::strerror(err));
+  }
+  if (pid == 0) {
+    ::close(exec_status[0]);
+    ::setpgid(0, 0);
+    // The lock dies with dlock, so the command must too: it may not go on unprotected.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(exit_signal_base + SIGKILL);
+    // SIGTTOU is still blocked here, which lets a background group take the terminal.
+    if (give_terminal) ::tcsetpgrp(STDIN_FILENO, ::getpid());
+    ::sigprocmask(SIG_SETMASK, &child_mask, nullptr);
+    ::execve(program.c_str(), argv.data(), envp.data());
+    const int err = errno;
+    [[maybe_unused]] auto written = ::write(exec_status[1], &err, sizeof err);
+    ::_exit(exit_not_found);
+  }
+  ::close(exec_status[1]);
+  pid_ = pid;
+  // Both sides set the group, so it exists whichever runs first (as shells do).
+  ::setpgid(pid, pid);
+  if (give_terminal) {
+    ::tcsetpgrp(STDIN_FILENO, pid);
+    owns_terminal_ = true;
+  }
+  int exec_errno = 0;
+  ssize_t got;
+  do {
+    got = ::read(exec_status[0], &exec_errno, sizeof exec_errno);
+  } while (got < 0 && errno == EINTR);
+  ::close(exec_status[0]);
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    pid_ = -1;
+    throw spawn_error(exec_errno == ENOENT ? exit_not_found : exit_not_executable,
+                      "dlock: " + program + ": " + std::strerror(exec_errno));
+  }
+}
+
+supervised_child::~supervised_child() {
+  if (owns_terminal_) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+}
+
+void supervised_child::signal_group(int signo) const {
+  if (pid_ > 0) ::kill(-pid_, signo);
+}
+
+std::optional<int> supervised_child::try_reap() {
+  if (pid_ <= 0) return std::nullopt;
+  int status = 0;
+  const pid_t reaped = ::waitpid(pid_, &status, WNOHANG);
+  if (reaped != pid_) return std::nullopt;
+  return status;
+}
+
+}  // namespace dlock::cli

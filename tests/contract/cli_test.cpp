@@ -1,0 +1,203 @@
+// The dlock command end to end against the backend under test: what a cron job relies on.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "backend.hpp"
+#include "support.hpp"
+
+using namespace std::chrono_literals;
+using contract::backend;
+using support::child_process;
+using support::exit_code;
+using support::unique_name;
+using support::wait_until;
+
+namespace {
+
+std::vector<std::string> dlock_command(std::vector<std::string> options, const std::string& name,
+                                       std::vector<std::string> command) {
+  std::vector<std::string> argv{support::cli_path()};
+  argv.insert(argv.end(), options.begin(), options.end());
+  argv.push_back(backend().url());
+  argv.push_back(name);
+  argv.push_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+/// Runs dlock to completion and returns its exit code.
+int run_dlock(std::vector<std::string> options, const std::string& name,
+              std::vector<std::string> command) {
+  child_process dlock(dlock_command(std::move(options), name, std::move(command)));
+  dlock.close_stdin();
+  const auto status = dlock.wait(60s);
+  REQUIRE(status);
+  return exit_code(*status);
+}
+
+/// A dlock whose command prints "ready <token>" and then holds until its stdin closes.
+struct holding_dlock {
+  holding_dlock(std::vector<std::string> options, const std::string& name)
+      : process(dlock_command(std::move(options), name,
+                              {"/bin/sh", "-c", "echo ready $DLOCK_FENCING_TOKEN; cat >/dev/null"})) {
+    const auto line = process.read_line(60s);
+    REQUIRE(line);
+    REQUIRE(line->rfind("ready ", 0) == 0);
+    token = std::stoull(line->substr(6));
+  }
+  int finish() {
+    process.close_stdin();
+    const auto status = process.wait(60s);
+    REQUIRE(status);
+    return exit_code(*status);
+  }
+  child_process process;
+  std::uint64_t token = 0;
+};
+
+bool process_gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string pid_field, command, state;
+  // A zombie nobody reaps (we are not its parent) has ended all the same.
+  return !(stat >> pid_field >> command >> state) || state == "Z";
+}
+
+}  // namespace
+
+TEST_CASE("dlock runs the command under the lock and exits with its status",
+          "[contract][cli]") {
+  const auto name = unique_name("cli-status");
+  CHECK(run_dlock({}, name, {"/bin/sh", "-c", "exit 0"}) == 0);
+  CHECK(run_dlock({}, name, {"/bin/sh", "-c", "exit 7"}) == 7);
+  CHECK(run_dlock({}, name, {"/bin/sh", "-c", "kill -TERM $$"}) == 128 + SIGTERM);
+}
+
+TEST_CASE("dlock gives the command a fencing token that rises with each run", "[contract][cli]") {
+  const auto name = unique_name("cli-token");
+  holding_dlock first({}, name);
+  REQUIRE(first.finish() == 0);
+  holding_dlock second({}, name);
+  REQUIRE(second.finish() == 0);
+  CHECK(second.token > first.token);
+}
+
+TEST_CASE("dlock -n exits with the conflict code while another holds the lock",
+          "[contract][cli]") {
+  const auto name = unique_name("cli-conflict");
+  holding_dlock holder({}, name);
+  CHECK(run_dlock({"-n"}, name, {"/bin/sh", "-c", "echo should not run; exit 0"}) == 1);
+  CHECK(run_dlock({"-n", "-E", "42"}, name, {"true"}) == 42);
+  CHECK(run_dlock({"-w", "0.05"}, name, {"true"}) == 1);
+  REQUIRE(holder.finish() == 0);
+  CHECK(run_dlock({"-n"}, name, {"true"}) == 0);
+}
+
+TEST_CASE("a waiting dlock runs its command once the holder finishes", "[contract][cli]") {
+  const auto name = unique_name("cli-wait");
+  holding_dlock holder({}, name);
+  child_process waiter(dlock_command({"-w", "60"}, name, {"/bin/echo", "second ran"}));
+  // It must still be waiting: its command cannot have printed anything.
+  CHECK_FALSE(waiter.read_line(200ms));
+  REQUIRE(holder.finish() == 0);
+  CHECK(waiter.read_line(60s) == std::optional<std::string>("second ran"));
+  const auto status = waiter.wait(60s);
+  REQUIRE(status);
+  CHECK(exit_code(*status) == 0);
+}
+
+TEST_CASE("dlock -s lets readers share and keeps a writer out", "[contract][cli]") {
+  const auto name = unique_name("cli-shared");
+  holding_dlock reader({"-s"}, name);
+  CHECK(run_dlock({"-s", "-n"}, name, {"true"}) == 0);
+  CHECK(run_dlock({"--write", "-n"}, name, {"true"}) == 1);
+  REQUIRE(reader.finish() == 0);
+  CHECK(run_dlock({"--write", "-n"}, name, {"true"}) == 0);
+}
+
+TEST_CASE("dlock --semaphore N admits N commands at once", "[contract][cli]") {
+  const auto name = unique_name("cli-semaphore");
+  holding_dlock first({"--semaphore", "2"}, name);
+  holding_dlock second({"--semaphore", "2"}, name);
+  CHECK(run_dlock({"--semaphore", "2", "-n"}, name, {"true"}) == 1);
+  REQUIRE(first.finish() == 0);
+  CHECK(run_dlock({"--semaphore", "2", "-n"}, name, {"true"}) == 0);
+  REQUIRE(second.finish() == 0);
+}
+
+TEST_CASE("dlock forwards SIGTERM to the command", "[contract][cli]") {
+  const auto name = unique_name("cli-forward");
+  child_process dlock(dlock_command(
+      {}, name,
+      {"/bin/sh", "-c", "trap 'echo got TERM; exit 3' TERM; echo ready; while :; do sleep 0.01; done"}));
+  REQUIRE(dlock.read_line(60s) == std::optional<std::string>("ready"));
+  dlock.signal(SIGTERM);
+  CHECK(dlock.read_line(10s) == std::optional<std::string>("got TERM"));
+  const auto status = dlock.wait(10s);
+  REQUIRE(status);
+  CHECK(exit_code(*status) == 3);
+  CHECK(run_dlock({"-n"}, name, {"true"}) == 0);
+}
+
+TEST_CASE("a signal to a waiting dlock withdraws its request", "[contract][cli]") {
+  const auto name = unique_name("cli-interrupt");
+  holding_dlock holder({}, name);
+  child_process waiter(dlock_command({}, name, {"/bin/echo", "should not run"}));
+  CHECK_FALSE(waiter.read_line(100ms));
+  waiter.signal(SIGINT);
+  const auto status = waiter.wait(10s);
+  REQUIRE(status);
+  CHECK(exit_code(*status) == 128 + SIGINT);
+  CHECK(waiter.read_all(1s).empty());
+  REQUIRE(holder.finish() == 0);
+  CHECK(run_dlock({"-n"}, name, {"true"}) == 0);
+}
+
+TEST_CASE("a lost lock ends the command's process group and dlock exits 75",
+          "[contract][cli][fault]") {
+  const auto name = unique_name("cli-lost");
+  child_process dlock(dlock_command(
+      {"--kill-grace", "30"}, name,
+      {"/bin/sh", "-c", "trap 'echo got TERM; exit 0' TERM; echo ready; while :; do sleep 0.01; done"}));
+  REQUIRE(dlock.read_line(60s) == std::optional<std::string>("ready"));
+  backend().break_lock(name);
+  CHECK(dlock.read_line(60s) == std::optional<std::string>("got TERM"));
+  const auto status = dlock.wait(60s);
+  REQUIRE(status);
+  CHECK(exit_code(*status) == 75);
+}
+
+TEST_CASE("a command that ignores SIGTERM after a loss is killed after the grace period",
+          "[contract][cli][fault]") {
+  const auto name = unique_name("cli-grace");
+  child_process dlock(dlock_command({"--kill-grace", "0.1"}, name,
+                                    {"/bin/sh", "-c", "trap '' TERM; echo ready; exec sleep 600"}));
+  REQUIRE(dlock.read_line(60s) == std::optional<std::string>("ready"));
+  backend().break_lock(name);
+  const auto status = dlock.wait(60s);
+  REQUIRE(status);
+  CHECK(exit_code(*status) == 75);
+}
+
+TEST_CASE("the command dies with a dlock killed by SIGKILL", "[contract][cli][fault]") {
+  const auto name = unique_name("cli-orphan");
+  child_process dlock(dlock_command({}, name, {"/bin/sh", "-c", "echo $$; exec sleep 600"}));
+  const auto line = dlock.read_line(60s);
+  REQUIRE(line);
+  const pid_t command_pid = std::stoi(*line);
+  dlock.signal(SIGKILL);
+  REQUIRE(dlock.wait(10s));
+  CHECK(wait_until([&] { return process_gone(command_pid); }, 10s));
+}
+
+TEST_CASE("dlock takes the URL from DLOCK_URL when none is given", "[contract][cli]") {
+  const auto name = unique_name("cli-env");
+  child_process dlock({support::cli_path(), name, "--", "/bin/echo", "ran"},
+                      {"DLOCK_URL=" + backend().url()});
+  CHECK(dlock.read_line(60s) == std::optional<std::string>("ran"));
+  const auto status = dlock.wait(60s);
+  REQUIRE(status);
+  CHECK(exit_code(*status) == 0);
+}
