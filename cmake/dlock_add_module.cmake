@@ -41,6 +41,9 @@ function(dlock_add_module)
   set(DLOCK_PC_LIB ${M_OUTPUT_NAME})
   string(REPLACE ";" " " DLOCK_PC_REQUIRES "${M_PC_REQUIRES}")
   string(REPLACE ";" " " DLOCK_PC_LIBS_PRIVATE "${M_PC_LIBS_PRIVATE}")
+  # The prefix is found from the .pc file's own place, so an installed tree can be moved.
+  file(RELATIVE_PATH DLOCK_PC_PREFIX_FROM_PCFILEDIR
+       "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
   configure_file(${PROJECT_SOURCE_DIR}/cmake/dlock.pc.in
                  ${PROJECT_BINARY_DIR}/pkgconfig/dlock-${M_NAME}.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/pkgconfig/dlock-${M_NAME}.pc

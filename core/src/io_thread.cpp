@@ -24,8 +24,11 @@ io_thread::io_thread() : context_(std::make_shared<boost::asio::io_context>(1)) 
   });
 }
 
-io_thread::~io_thread() {
+io_thread::~io_thread() { stop(); }
+
+void io_thread::stop() {
   context_->stop();
+  if (!thread_.joinable()) return;
   if (running_in_this_thread()) {
     thread_.detach();  // the thread holds the context and ends after the current handler
   } else {

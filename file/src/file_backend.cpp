@@ -195,7 +195,11 @@ file_backend::file_backend(const options& opts)
 }
 
 file_backend::~file_backend() {
-  // Stop the io thread before the objects its handlers use go away.
+  // The thread must stop before the objects its handlers use go away, and the I/O objects
+  // must go before the io_context they are registered with.
+  io_->stop();
+  monitor_timer_.reset();
+  events_.reset();
   io_.reset();
 }
 

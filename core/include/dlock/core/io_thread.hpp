@@ -19,7 +19,13 @@ class io_thread {
   io_thread();
   io_thread(const io_thread&) = delete;
   io_thread& operator=(const io_thread&) = delete;
+  /// Calls stop().
   ~io_thread();
+
+  /// Stops the context and ends the thread: joins it, or detaches it when called on it (it
+  /// then ends after the current handler). The context itself lives until destruction, so
+  /// I/O objects bound to it may still be destroyed after stop(). Idempotent.
+  void stop();
 
   boost::asio::any_io_executor executor() const;
   bool running_in_this_thread() const noexcept;

@@ -1,0 +1,198 @@
+// dlock-bench: latency of the file backend beside the syscall floor it is built on.
+//
+//   dlock-bench [--dir DIR] [--iterations N] [--handoffs N]
+//
+// uncontended: acquire + release of one lock, N times, beside the raw
+//   open + flock(LOCK_EX) + flock(LOCK_UN) + close on the same kind of file in the same run.
+// handoff: two processes take turns on one lock; each sample is the time from the holder
+//   starting release() to the waiter's acquire() returning (CLOCK_MONOTONIC, shared memory).
+// docs/benchmarks.md records the figures and the command that produced them.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <dlock/dlock.hpp>
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using micros = std::chrono::duration<double, std::micro>;
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             clock_type::now().time_since_epoch())
+      .count();
+}
+
+struct summary {
+  double median_us;
+  double p99_us;
+};
+
+summary summarize(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  auto at = [&](double q) {
+    return samples[std::min(samples.size() - 1, static_cast<std::size_t>(q * samples.size()))];
+  };
+  return {at(0.5), at(0.99)};
+}
+
+void print_row(const std::string& what, const summary& s, std::size_t n) {
+  std::printf("%-44s median %9.2f us   p99 %9.2f us   (n=%zu)\n", what.c_str(), s.median_us,
+              s.p99_us, n);
+}
+
+std::vector<double> raw_flock_floor(const std::filesystem::path& path, int iterations) {
+  std::vector<double> samples;
+  samples.reserve(iterations);
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = clock_type::now();
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0 || ::flock(fd, LOCK_UN) != 0) {
+      throw std::runtime_error(std::string("raw flock failed: ") + std::strerror(errno));
+    }
+    ::close(fd);
+    samples.push_back(micros(clock_type::now() - start).count());
+  }
+  return samples;
+}
+
+std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations) {
+  std::vector<double> samples;
+  samples.reserve(iterations);
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = clock_type::now();
+    {
+      dlock::lock_handle held = lock.acquire();
+    }
+    samples.push_back(micros(clock_type::now() - start).count());
+  }
+  return samples;
+}
+
+// Shared between the two processes of the handoff run.
+struct handoff_board {
+  std::atomic<std::int64_t> release_started_ns{0};
+  std::atomic<int> last_holder{-1};
+  std::atomic<int> waiting[2] = {0, 0};
+  std::atomic<int> finished[2] = {0, 0};
+  std::atomic<int> sample_count{0};
+  double samples_us[100000];
+};
+
+void take_turns(handoff_board& board, int me, const std::string& url, int rounds) {
+  auto provider = dlock::make_provider(url);
+  auto lock = provider->create_lock("handoff");
+  const int peer = 1 - me;
+  for (int i = 0; i < rounds; ++i) {
+    board.waiting[me] = 1;
+    dlock::lock_handle held = lock.acquire();
+    const std::int64_t acquired = now_ns();
+    board.waiting[me] = 0;
+    if (board.last_holder.load() == peer) {
+      const int slot = board.sample_count.fetch_add(1);
+      if (slot < 100000) {
+        board.samples_us[slot] = (acquired - board.release_started_ns.load()) / 1000.0;
+      }
+    }
+    board.last_holder = me;
+    // Hand over only to a peer that is already waiting, and give it time to block, so each
+    // sample is a real wake-up rather than a fresh uncontended acquire.
+    while (!board.waiting[peer] && !board.finished[peer]) {
+    }
+    const std::int64_t settle_until = now_ns() + 200'000;
+    while (now_ns() < settle_until) {
+    }
+    board.release_started_ns = now_ns();
+    held.release();
+  }
+  board.finished[me] = 1;
+}
+
+std::vector<double> handoff(const std::string& url, int rounds) {
+  void* memory = ::mmap(nullptr, sizeof(handoff_board), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) throw std::runtime_error("mmap failed");
+  auto* board = new (memory) handoff_board;
+  // Forked before either side has a provider: a process with threads must not fork.
+  const pid_t child = ::fork();
+  if (child == 0) {
+    try {
+      take_turns(*board, 1, url, rounds);
+      ::_exit(0);
+    } catch (const std::exception& e) {
+      std::cerr << "handoff child: " << e.what() << "\n";
+      ::_exit(1);
+    }
+  }
+  take_turns(*board, 0, url, rounds);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("handoff child failed");
+  const int n = std::min(board->sample_count.load(), 100000);
+  std::vector<double> samples(board->samples_us, board->samples_us + n);
+  ::munmap(memory, sizeof(handoff_board));
+  return samples;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::filesystem::path dir;
+  int iterations = 20000;
+  int handoffs = 2000;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 < argc && arg == "--dir") {
+      dir = argv[++i];
+    } else if (i + 1 < argc && arg == "--iterations") {
+      iterations = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && arg == "--handoffs") {
+      handoffs = std::min(std::stoi(argv[++i]), 100000);
+    } else {
+      std::cerr << "usage: dlock-bench [--dir DIR] [--iterations N] [--handoffs N]\n";
+      return 64;
+    }
+  }
+  bool own_dir = false;
+  if (dir.empty()) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "dlock-bench-XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+    dir = pattern;
+    own_dir = true;
+  }
+  const std::string url = "file://" + std::filesystem::absolute(dir).string();
+  std::printf("dlock-bench: file backend in %s\n", dir.c_str());
+
+  const auto handoff_samples = handoff(url, handoffs);
+  {
+    auto provider = dlock::make_provider(url);
+    auto lock = provider->create_lock("uncontended");
+    uncontended(lock, iterations / 10);  // warm-up
+    raw_flock_floor(dir / "raw.lock", iterations / 10);
+    const auto floor = summarize(raw_flock_floor(dir / "raw.lock", iterations));
+    const auto ours = summarize(uncontended(lock, iterations));
+    print_row("raw open+flock+flock(UN)+close", floor, iterations);
+    print_row("dlock acquire+release, uncontended", ours, iterations);
+    std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
+  }
+  print_row("dlock handoff between two processes", summarize(handoff_samples),
+            handoff_samples.size());
+  if (own_dir) std::filesystem::remove_all(dir);
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "dlock-bench: " << e.what() << "\n";
+  return 1;
+}
