@@ -36,34 +36,6 @@ TEST_CASE("processes contending for one lock never overlap and see increasing to
   const auto log = (logs.path() / "sections.log").string();
   constexpr int processes = 4;
   constexpr int iterations = 50;
-  std::vector<std::unique_ptr<child_process>> children;
-  for (int i = 0; i < processes; ++i) {
-    children.push_back(std::make_unique<child_process>(std::vector<std::string>{
-        support::helper_path(), "contend", backend().url(), name, std::to_string(iterations),
-        log}));
-  }
-  for (auto& child : children) {
-    auto status = child->wait(120s);
-    REQUIRE(status);
-    REQUIRE(support::exit_code(*status) == 0);
-  }
-  std::ifstream in(log);
-  std::string kind, token, pid;
-  std::string open_pid;
-  std::uint64_t previous = 0;
-  int sections = 0;
-  while (in >> kind >> token >> pid) {
-    INFO("section " << sections << ": " << kind << " " << token << " " << pid);
-    if (kind == "B") {
-      REQUIRE(open_pid.empty());  // nobody else is inside
-      REQUIRE(std::stoull(token) > previous);
-      previous = std::stoull(token);
-      open_pid = pid;
-    } else {
-      REQUIRE(open_pid == pid);
-      open_pid.clear();
-      ++sections;
-    }
-  }
-  CHECK(sections == processes * iterations);
+  support::run_contenders(backend().url(), name, processes, iterations, log);
+  CHECK(support::count_exclusive_sections(log) == processes * iterations);
 }

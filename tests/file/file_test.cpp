@@ -1,1 +1,142 @@
+// What only the file backend promises: flock(1) interplay, its file layout, safe removal of
+// lock files under many processes, and its option checks. The shared semantics are in the
+// contract suite.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+
+#include <dlock/core/naming.hpp>
+#include <dlock/dlock.hpp>
+
+#include "support.hpp"
+
+using namespace std::chrono_literals;
+using Catch::Contains;
+using support::child_process;
+using support::exit_code;
+
+namespace {
+
+std::shared_ptr<dlock::file::provider> files_in(const std::filesystem::path& directory) {
+  return std::make_shared<dlock::file::provider>(dlock::file::options{.directory = directory});
+}
+
+/// Runs flock(1) with `args` to completion and returns its exit code.
+int run_flock(std::vector<std::string> args) {
+  args.insert(args.begin(), "/usr/bin/flock");
+  child_process flock(std::move(args));
+  flock.close_stdin();
+  const auto status = flock.wait(30s);
+  REQUIRE(status);
+  return exit_code(*status);
+}
+
+}  // namespace
+
+TEST_CASE("dlock waits for a flock(1) holder of the same file", "[file][interop]") {
+  support::temp_directory dir;
+  auto files = files_in(dir.path());
+  const auto path = files->lock_file_path("shared-job").string();
+  child_process holder(
+      {"/usr/bin/flock", path, "/bin/sh", "-c", "echo ready; cat >/dev/null"});
+  REQUIRE(holder.read_line(30s) == std::optional<std::string>("ready"));
+  auto lock = files->create_lock("shared-job");
+  CHECK_FALSE(lock.try_acquire());
+  CHECK_FALSE(lock.try_acquire(50ms));
+  holder.close_stdin();
+  REQUIRE(holder.wait(30s));
+  CHECK(lock.try_acquire(10s));
+}
+
+TEST_CASE("flock(1) is kept out while dlock holds the lock, and shares with its readers",
+          "[file][interop]") {
+  support::temp_directory dir;
+  auto files = files_in(dir.path());
+  const auto path = files->lock_file_path("shared-job").string();
+  {
+    auto held = files->create_lock("shared-job").try_acquire();
+    REQUIRE(held);
+    CHECK(run_flock({"-n", path, "true"}) == 1);
+    CHECK(run_flock({"-n", "-s", path, "true"}) == 1);
+  }
+  CHECK(run_flock({"-n", path, "true"}) == 0);
+  {
+    auto read = files->create_reader_writer_lock("shared-job").try_acquire_read();
+    REQUIRE(read);
+    CHECK(run_flock({"-n", "-s", path, "true"}) == 0);
+    CHECK(run_flock({"-n", path, "true"}) == 1);
+  }
+}
+
+TEST_CASE("lock names map to files as docs/file.md says", "[file][naming]") {
+  support::temp_directory dir;
+  auto files = files_in(dir.path());
+  CHECK(files->lock_file_path("job") == dir.path() / "job.lock");
+  CHECK(files->lock_file_path("reports/2024 q1") == dir.path() / "reports%2F2024%20q1.lock");
+  CHECK(files->lock_file_path(".hidden") == dir.path() / "%2Ehidden.lock");
+  const std::string long_name(300, 'x');
+  const auto long_file = files->lock_file_path(long_name).filename().string();
+  CHECK(long_file.size() <= 205);
+  CHECK_THAT(long_file, Contains("~" + dlock::naming::sha1_hex(long_name)));
+  // The file really is the one the lock uses.
+  auto held = files->create_lock("reports/2024 q1").try_acquire();
+  REQUIRE(held);
+  CHECK(std::filesystem::exists(dir.path() / "reports%2F2024%20q1.lock"));
+}
+
+TEST_CASE("the lock directory is created with its parents", "[file]") {
+  support::temp_directory dir;
+  const auto nested = dir.path() / "a" / "b" / "locks";
+  auto files = files_in(nested);
+  CHECK(files->create_lock("job").try_acquire());
+  CHECK(std::filesystem::is_directory(nested));
+}
+
+TEST_CASE("a semaphore used with another max_count is rejected naming both values",
+          "[file][semaphore]") {
+  support::temp_directory dir;
+  auto files = files_in(dir.path());
+  auto slot = files->create_semaphore("encoders", 2).try_acquire();
+  REQUIRE(slot);
+  REQUIRE_THROWS_AS(files_in(dir.path())->create_semaphore("encoders", 3).try_acquire(),
+                    std::invalid_argument);
+  REQUIRE_THROWS_WITH(files_in(dir.path())->create_semaphore("encoders", 3).try_acquire(),
+                      Contains("max_count 3") && Contains("but 2") && Contains("encoders"));
+}
+
+TEST_CASE("bad file options are rejected naming the option", "[file]") {
+  CHECK_THROWS_WITH(dlock::file::provider({}), Contains("directory"));
+  CHECK_THROWS_WITH(dlock::file::provider({.directory = "/tmp", .monitor_period = 0s}),
+                    Contains("monitor_period"));
+  CHECK_THROWS_WITH(dlock::make_provider("file://remote-host/tmp/x"), Contains("remote-host"));
+  CHECK_THROWS_WITH(dlock::make_provider("file:///tmp/x?remove_files=maybe"),
+                    Contains("remove_files"));
+  CHECK_THROWS_WITH(dlock::make_provider("file:///tmp/x?retry_period=fast"),
+                    Contains("retry_period"));
+}
+
+TEST_CASE("removing lock files on release never lets two processes in at once",
+          "[file][multiprocess][exclusion]") {
+  support::temp_directory dir;
+  support::temp_directory logs;
+  const auto log = logs.path() / "sections.log";
+  constexpr int processes = 6;
+  constexpr int iterations = 150;
+  support::run_contenders("file://" + dir.path().string() + "?remove_files=true", "churn",
+                          processes, iterations, log);
+  CHECK(support::count_exclusive_sections(log) == processes * iterations);
+  // Every holder removed its file on release.
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "churn.lock"));
+}
+
+TEST_CASE("a lock whose file an operator deletes is lost, and the name is free again",
+          "[file][lost]") {
+  support::temp_directory dir;
+  auto files = files_in(dir.path());
+  auto held = files->create_lock("job").try_acquire();
+  REQUIRE(held);
+  std::filesystem::remove(files->lock_file_path("job"));
+  CHECK(support::wait_until([&] { return held->lost(); }, 5s));
+  CHECK(files_in(dir.path())->create_lock("job").try_acquire());
+}

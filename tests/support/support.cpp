@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -161,6 +162,50 @@ int exit_code(int wait_status) {
 }
 
 std::string helper_path() { return DLOCK_TEST_HELPER_PATH; }
+void run_contenders(const std::string& url, const std::string& name, int processes,
+                    int iterations, const std::filesystem::path& log) {
+  std::vector<std::unique_ptr<child_process>> children;
+  for (int i = 0; i < processes; ++i) {
+    children.push_back(std::make_unique<child_process>(std::vector<std::string>{
+        helper_path(), "contend", url, name, std::to_string(iterations), log.string()}));
+  }
+  for (auto& child : children) {
+    const auto status = child->wait(std::chrono::minutes(2));
+    if (!status || exit_code(*status) != 0) {
+      throw std::runtime_error("a contending helper process failed or hung");
+    }
+  }
+}
+
+int count_exclusive_sections(const std::filesystem::path& log) {
+  std::ifstream in(log);
+  if (!in) throw std::runtime_error("cannot read " + log.string());
+  std::string kind, token, pid, inside_pid;
+  std::uint64_t previous = 0;
+  int sections = 0;
+  for (int line = 1; in >> kind >> token >> pid; ++line) {
+    const std::string where = log.string() + ":" + std::to_string(line) + ": ";
+    if (kind == "B") {
+      if (!inside_pid.empty()) {
+        throw std::runtime_error(where + "process " + pid + " entered while " + inside_pid +
+                                 " was inside");
+      }
+      if (std::stoull(token) <= previous) {
+        throw std::runtime_error(where + "fencing token " + token + " after " +
+                                 std::to_string(previous));
+      }
+      previous = std::stoull(token);
+      inside_pid = pid;
+    } else if (kind == "E" && inside_pid == pid) {
+      inside_pid.clear();
+      ++sections;
+    } else {
+      throw std::runtime_error(where + "unexpected '" + kind + " " + token + " " + pid + "'");
+    }
+  }
+  return sections;
+}
+
 std::string cli_path() { return DLOCK_CLI_PATH; }
 
 }  // namespace support

@@ -63,6 +63,16 @@ class child_process {
   std::optional<int> status_;
 };
 
+/// Runs `processes` helper processes that each take the lock `name` at `url` `iterations`
+/// times, logging every critical section to `log`; throws if one fails or hangs.
+void run_contenders(const std::string& url, const std::string& name, int processes,
+                    int iterations, const std::filesystem::path& log);
+
+/// Reads a log written by `dlock-test-helper contend` processes and returns how many
+/// critical sections it holds. Throws std::runtime_error naming the first line where two
+/// sections overlap or a fencing token fails to rise.
+int count_exclusive_sections(const std::filesystem::path& log);
+
 /// Exit code of a wait status, or 128 + signal for a killed child.
 int exit_code(int wait_status);
 
