@@ -3,13 +3,15 @@
 //   dlock-bench [--dir DIR] [--iterations N] [--handoffs N]
 //
 // uncontended: acquire + release of one lock, N times, beside the raw
-//   open + flock(LOCK_EX) + flock(LOCK_UN) + close on the same kind of file in the same run.
+//   open + flock(LOCK_EX) + flock(LOCK_UN) + close on the same kind of file in the same run,
+//   and that floor plus the four system calls a safe grant adds (inode check, fencing counter).
 // handoff: two processes take turns on one lock; each sample is the time from the holder
 //   starting release() to the waiter's acquire() returning (CLOCK_MONOTONIC, shared memory).
 // docs/benchmarks.md records the figures and the command that produced them.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +23,7 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <dlock/dlock.hpp>
@@ -69,6 +72,30 @@ std::vector<double> raw_flock_floor(const std::filesystem::path& path, int itera
   return samples;
 }
 
+// The floor plus the system calls every safe grant needs: the inode check that makes lock
+// file removal safe (fstat + stat) and the fencing counter (pread + pwrite).
+std::vector<double> raw_flock_with_checks(const std::filesystem::path& path, int iterations) {
+  std::vector<double> samples;
+  samples.reserve(iterations);
+  char counter[21] = {};
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = clock_type::now();
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    struct stat by_fd {}, by_path {};
+    if (fd < 0 || ::flock(fd, LOCK_EX) != 0 || ::fstat(fd, &by_fd) != 0 ||
+        ::stat(path.c_str(), &by_path) != 0 || ::pread(fd, counter, sizeof counter, 0) < 0) {
+      throw std::runtime_error(std::string("raw flock failed: ") + std::strerror(errno));
+    }
+    std::snprintf(counter, sizeof counter, "%020d", i);
+    if (::pwrite(fd, counter, sizeof counter - 1, 0) < 0) {
+      throw std::runtime_error(std::string("raw pwrite failed: ") + std::strerror(errno));
+    }
+    ::close(fd);
+    samples.push_back(micros(clock_type::now() - start).count());
+  }
+  return samples;
+}
+
 std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations) {
   std::vector<double> samples;
   samples.reserve(iterations);
@@ -97,6 +124,11 @@ void take_turns(handoff_board& board, int me, const std::string& url, int rounds
   auto lock = provider->create_lock("handoff");
   const int peer = 1 - me;
   for (int i = 0; i < rounds; ++i) {
+    // Strict turns: flock(2) is not fair, and a releaser that tries again at once usually
+    // wins against a waiter that is still waking up.
+    while (i > 0 && board.last_holder.load() == me && !board.finished[peer]) {
+      std::this_thread::yield();
+    }
     board.waiting[me] = 1;
     dlock::lock_handle held = lock.acquire();
     const std::int64_t acquired = now_ns();
@@ -111,6 +143,7 @@ void take_turns(handoff_board& board, int me, const std::string& url, int rounds
     // Hand over only to a peer that is already waiting, and give it time to block, so each
     // sample is a real wake-up rather than a fresh uncontended acquire.
     while (!board.waiting[peer] && !board.finished[peer]) {
+      std::this_thread::yield();
     }
     const std::int64_t settle_until = now_ns() + 200'000;
     while (now_ns() < settle_until) {
@@ -183,8 +216,10 @@ int main(int argc, char** argv) try {
     uncontended(lock, iterations / 10);  // warm-up
     raw_flock_floor(dir / "raw.lock", iterations / 10);
     const auto floor = summarize(raw_flock_floor(dir / "raw.lock", iterations));
+    const auto checked = summarize(raw_flock_with_checks(dir / "raw-checked.lock", iterations));
     const auto ours = summarize(uncontended(lock, iterations));
     print_row("raw open+flock+flock(UN)+close", floor, iterations);
+    print_row("raw + fstat+stat+pread+pwrite (safe grant)", checked, iterations);
     print_row("dlock acquire+release, uncontended", ours, iterations);
     std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
   }

@@ -38,7 +38,8 @@ bool is_forwarded(int signo) {
   return false;
 }
 
-/// A file descriptor that closes itself.
+/// A file descriptor that closes itself. The eventfds are shared with the callbacks that
+/// ring them, so one is closed only after the last callback that may write to it is gone.
 class owned_fd {
  public:
   explicit owned_fd(int fd) : fd_(fd) {}
@@ -91,15 +92,16 @@ struct acquire_result {
 
 template <typename Lock>
 void start_acquire(Lock& lock, lock_kind kind, std::chrono::nanoseconds timeout,
-                   std::stop_token stop, std::shared_ptr<acquire_result> result, int done_fd) {
-  auto on_done = [result, done_fd](std::exception_ptr error,
+                   std::stop_token stop, std::shared_ptr<acquire_result> result,
+                   std::shared_ptr<owned_fd> done_event) {
+  auto on_done = [result, done_event](std::exception_ptr error,
                                    std::optional<dlock::lock_handle> handle) {
     {
       std::lock_guard guard(result->mutex);
       result->error = error;
       result->handle = std::move(handle);
     }
-    ring(done_fd);
+    ring(done_event->get());
   };
   if constexpr (std::is_same_v<Lock, dlock::distributed_reader_writer_lock>) {
     if (kind == lock_kind::shared) {
@@ -133,9 +135,9 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   std::shared_ptr<dlock::provider> provider = dlock::make_provider(args.url);
   const std::string where = std::string(provider->scheme()) + " " + provider->endpoint();
 
-  owned_fd acquired_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  owned_fd lost_fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (acquired_fd.get() < 0 || lost_fd.get() < 0) {
+  auto acquired_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  auto lost_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (acquired_event->get() < 0 || lost_event->get() < 0) {
     throw std::system_error(errno, std::generic_category(), "dlock: eventfd");
   }
   std::stop_source stop;
@@ -144,25 +146,25 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   switch (args.kind) {
     case lock_kind::exclusive: {
       auto lock = provider->create_lock(args.name);
-      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_fd.get());
+      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
       break;
     }
     case lock_kind::shared:
     case lock_kind::write: {
       auto lock = provider->create_reader_writer_lock(args.name);
-      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_fd.get());
+      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
       break;
     }
     case lock_kind::semaphore: {
       auto lock = provider->create_semaphore(args.name, args.semaphore_count);
-      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_fd.get());
+      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
       break;
     }
   }
 
   // Wait for the grant; a signal meanwhile withdraws the request.
   int interrupting_signal = 0;
-  std::vector<pollfd> waiting = {{signal_fd, POLLIN, 0}, {acquired_fd.get(), POLLIN, 0}};
+  std::vector<pollfd> waiting = {{signal_fd, POLLIN, 0}, {acquired_event->get(), POLLIN, 0}};
   while (true) {
     wait_readable(waiting, std::nullopt);
     if (waiting[0].revents & POLLIN) {
@@ -203,8 +205,7 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
               << where << " (fencing token " << token << ") after " << waited.count()
               << " ms\n";
   }
-  const int lost_event = lost_fd.get();
-  handle->on_lost([lost_event] { ring(lost_event); });
+  handle->on_lost([lost_event] { ring(lost_event->get()); });
 
   std::optional<supervised_child> child;
   try {
@@ -219,7 +220,7 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   std::optional<clock_type::time_point> kill_deadline;
   bool lost = false;
   int wait_status = 0;
-  std::vector<pollfd> running = {{signal_fd, POLLIN, 0}, {lost_event, POLLIN, 0}};
+  std::vector<pollfd> running = {{signal_fd, POLLIN, 0}, {lost_event->get(), POLLIN, 0}};
   while (true) {
     if (auto status = child->try_reap()) {
       wait_status = *status;
@@ -232,7 +233,7 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
       }
     }
     if ((running[1].revents & POLLIN) && !lost) {
-      drain(lost_event);
+      drain(lost_event->get());
       lost = true;
       std::cerr << "dlock: lost " << kind_word(args.kind) << " '" << args.name << "' at "
                 << where << "; terminating the command (SIGTERM, SIGKILL after "

@@ -35,6 +35,11 @@ void report_background_error(const background_error_handler& handler,
   }
 }
 
+std::unique_ptr<lease> backend::try_acquire_inline(const acquire_request&) {
+  throw std::logic_error("dlock: backend '" + std::string(scheme()) +
+                         "' has no inline acquire");
+}
+
 }  // namespace dlock
 
 namespace dlock::detail {
@@ -48,6 +53,11 @@ void lock_service::report(std::exception_ptr error) noexcept {
 
 std::string lock_service::describe() const {
   return std::string(backend_->scheme()) + ' ' + backend_->endpoint();
+}
+
+bool lock_service::try_enter_gate(const std::string& key) {
+  std::lock_guard lock(gates_mutex_);
+  return gates_.try_emplace(key).second;
 }
 
 bool lock_service::enter_gate(const std::string& key, const std::shared_ptr<acquire_op>& op) {
@@ -106,6 +116,47 @@ const char* primitive_noun(primitive kind) {
   return "lock";
 }
 
+enum class ending { none, timed_out, stopped };
+
+std::string gate_key_of(const lock_target& target) {
+  std::string key(1, static_cast<char>('0' + static_cast<int>(target.kind)));
+  return key + target.name;
+}
+
+acquire_request request_for(const lock_target& target, lock_mode mode) {
+  acquire_request request;
+  request.kind = target.kind;
+  request.name = target.name;
+  request.mode = mode;
+  request.max_count = target.max_count;
+  return request;
+}
+
+lock_handle handle_for(const lock_target& target, std::unique_ptr<lease> granted) {
+  auto state = std::make_unique<held_lock>();
+  state->service = target.service;
+  state->granted = std::move(granted);
+  state->name = target.name;
+  return handle_access::make(std::move(state));
+}
+
+/// The exception of an acquire() that did not get the lock.
+std::exception_ptr not_obtained_error(const lock_target& target, ending why,
+                                      std::chrono::nanoseconds timeout) {
+  const std::string where = "dlock: " + target.service->describe() + ": ";
+  const std::string what = std::string(primitive_noun(target.kind)) + " '" +
+                           naming::quote_for_message(target.name) + "'";
+  if (why == ending::stopped) {
+    return std::make_exception_ptr(
+        cancelled_error(where + "stop requested while waiting for " + what));
+  }
+  if (timeout == std::chrono::nanoseconds::zero()) {
+    return std::make_exception_ptr(timeout_error(where + what + " is held elsewhere"));
+  }
+  return std::make_exception_ptr(timeout_error(
+      where + "timed out after " + format_timeout(timeout) + " waiting for " + what));
+}
+
 }  // namespace
 
 /// One acquire, from the local gate to the backend's answer.
@@ -120,10 +171,8 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
         fail_with_error_(fail_with_error),
         done_(std::move(done)),
         strand_(boost::asio::make_strand(target.service->backend().executor())),
-        timer_(strand_) {
-    gate_key_.push_back(static_cast<char>('0' + static_cast<int>(target.kind)));
-    gate_key_ += target.name;
-  }
+        timer_(strand_),
+        gate_key_(gate_key_of(target)) {}
 
   void start() {
     boost::asio::post(strand_, [self = shared_from_this()] { self->run(); });
@@ -131,7 +180,6 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
 
  private:
   enum class phase { starting, queued, at_backend, done };
-  enum class ending { none, timed_out, stopped };
 
   bool waits() const { return timeout_ > std::chrono::nanoseconds::zero(); }
 
@@ -185,11 +233,7 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
 
   void begin_backend() {
     phase_ = phase::at_backend;
-    acquire_request request;
-    request.kind = target_.kind;
-    request.name = target_.name;
-    request.mode = mode_;
-    request.max_count = target_.max_count;
+    acquire_request request = request_for(target_, mode_);
     request.wait = waits();
     request.deadline = deadline_;
     try {
@@ -229,31 +273,15 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
     }
     std::optional<lock_handle> handle;
     if (granted) {
-      auto state = std::make_unique<held_lock>();
-      state->service = target_.service;
-      state->granted = std::move(granted);
-      state->name = target_.name;
-      handle.emplace(handle_access::make(std::move(state)));
+      handle.emplace(handle_for(target_, std::move(granted)));
     } else if (!error && fail_with_error_) {
-      error = not_obtained_error();
+      error = not_obtained_error(target_, ending_, timeout_);
     }
     auto done = std::move(done_);
+    // The caller may drop its last reference as soon as it has the result; then it, not
+    // this thread, shuts the provider down (a thread cannot join itself).
+    target_.service.reset();
     done(error, std::move(handle));
-  }
-
-  std::exception_ptr not_obtained_error() const {
-    const std::string where = "dlock: " + target_.service->describe() + ": ";
-    const std::string what = std::string(primitive_noun(target_.kind)) + " '" +
-                             naming::quote_for_message(target_.name) + "'";
-    if (ending_ == ending::stopped) {
-      return std::make_exception_ptr(
-          cancelled_error(where + "stop requested while waiting for " + what));
-    }
-    if (!waits()) {
-      return std::make_exception_ptr(timeout_error(where + what + " is held elsewhere"));
-    }
-    return std::make_exception_ptr(timeout_error(
-        where + "timed out after " + format_timeout(timeout_) + " waiting for " + what));
   }
 
   lock_target target_;
@@ -263,9 +291,9 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
   std::stop_token stop_;
   bool fail_with_error_;
   try_acquire_completion done_;
-  std::string gate_key_;
   boost::asio::strand<boost::asio::any_io_executor> strand_;
   boost::asio::steady_timer timer_;
+  std::string gate_key_;
   std::optional<std::stop_callback<std::function<void()>>> stop_callback_;
   std::shared_ptr<acquire_operation> backend_op_;
   phase phase_ = phase::starting;
@@ -292,6 +320,39 @@ void start_acquire(const lock_target& target, lock_mode mode, std::chrono::nanos
       ->start();
 }
 
+namespace {
+
+/// The uncontended fast path of a blocking acquire: one attempt on the caller's thread,
+/// when the backend offers it and no local contender is ahead (a waiting acquire takes the
+/// gate for its attempt, so it never overtakes the queue). Returns true when that settled
+/// the acquire, with the handle (or nullopt) in `result`; false to go the queued way.
+bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
+                    std::optional<lock_handle>& result) {
+  lock_service& service = *target.service;
+  const bool waits = timeout > std::chrono::nanoseconds::zero();
+  const std::string key = gate_key_of(target);
+  if (waits && !service.try_enter_gate(key)) return false;
+  auto leave_gate = [&] {
+    if (!waits) return;
+    if (auto next = service.leave_gate(key)) next->gate_granted_from_queue();
+  };
+  std::unique_ptr<lease> granted;
+  try {
+    granted = service.backend().try_acquire_inline(request_for(target, mode));
+  } catch (...) {
+    leave_gate();
+    throw;
+  }
+  leave_gate();
+  if (granted) {
+    result.emplace(handle_for(target, std::move(granted)));
+    return true;
+  }
+  return !waits;  // a zero timeout has had its one attempt
+}
+
+}  // namespace
+
 std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode mode,
                                             std::chrono::nanoseconds timeout,
                                             std::stop_token stop, bool fail_with_error) {
@@ -300,6 +361,15 @@ std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode
     throw std::logic_error("dlock: blocking acquire of '" +
                            naming::quote_for_message(target.name) +
                            "' on the provider's own thread would deadlock; use async_acquire");
+  }
+  if (target.service->backend().acquires_inline() && !stop.stop_requested()) {
+    std::optional<lock_handle> result;
+    if (settled_inline(target, mode, timeout, result)) {
+      if (!result && fail_with_error) {
+        std::rethrow_exception(not_obtained_error(target, ending::none, timeout));
+      }
+      return result;
+    }
   }
   std::promise<std::optional<lock_handle>> promise;
   auto result = promise.get_future();

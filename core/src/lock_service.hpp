@@ -36,6 +36,8 @@ class lock_service {
   /// "file /var/lock/app": the backend and endpoint for messages.
   std::string describe() const;
 
+  /// Enters the gate of `key` if nobody holds it (true); never queues.
+  bool try_enter_gate(const std::string& key);
   /// Enters the gate of `key` now (true) or queues `op` behind its holder (false).
   bool enter_gate(const std::string& key, const std::shared_ptr<acquire_op>& op);
   /// Leaves the gate of `key`; returns the next queued op, which now holds it, or nullptr.

@@ -22,9 +22,12 @@ namespace {
 // ".semaphore.4294967295".
 constexpr std::size_t max_escaped_bytes = 200;
 
-constexpr std::uint32_t watched_events = IN_CLOSE_WRITE | IN_CLOSE_NOWRITE | IN_DELETE |
-                                         IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
-                                         IN_MOVE_SELF | IN_ONLYDIR;
+// Removals and renames are always watched: they may mean a held lock is lost.
+constexpr std::uint32_t replacement_events =
+    IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+// Closes wake waiters, and are watched only while there are some: every release closes a
+// file, and a watched close costs the releaser a wake-up of this provider's thread.
+constexpr std::uint32_t close_events = IN_CLOSE_WRITE | IN_CLOSE_NOWRITE;
 
 }  // namespace
 
@@ -39,7 +42,8 @@ class file_acquire final : public acquire_operation,
       : backend_(std::move(backend)),
         request_(std::move(request)),
         done_(std::move(done)),
-        retry_timer_(backend_->executor()) {
+        executor_(backend_->executor()),
+        retry_timer_(executor_) {
     if (request_.kind == primitive::semaphore) {
       const std::string base = backend_->semaphore_file_name(request_.name);
       count_file_ = backend_->directory() / base;
@@ -52,11 +56,11 @@ class file_acquire final : public acquire_operation,
   }
 
   void start() {
-    boost::asio::post(backend_->executor(), [self = shared_from_this()] { self->attempt(); });
+    boost::asio::post(executor_, [self = shared_from_this()] { self->attempt(); });
   }
 
   void cancel() noexcept override {
-    boost::asio::post(backend_->executor(), [self = shared_from_this()] {
+    boost::asio::post(executor_, [self = shared_from_this()] {
       if (!self->finished_) self->finish(nullptr, nullptr);
     });
   }
@@ -74,17 +78,41 @@ class file_acquire final : public acquire_operation,
 
   void attempt() {
     if (finished_) return;
+    std::unique_ptr<lease> granted;
     try {
-      if (request_.kind == primitive::semaphore && !check_count()) return;
+      granted = try_once();
+    } catch (...) {
+      finish(std::current_exception(), nullptr);
+      return;
+    }
+    if (granted || !request_.wait) {
+      finish(nullptr, std::move(granted));
+      return;
+    }
+    if (!waiting_) {
+      waiting_ = true;
+      for (const candidate& c : candidates_) backend_->add_waiter(c.file, this);
+      // A release between our try and the registration raised no event we would see: try
+      // once more now that any later one will.
+      attempt();
+      return;
+    }
+    arm_retry_timer();
+  }
+
+ public:
+  /// One pass over the lock file (or the slot files): the lease, or nullptr when all are
+  /// taken. Throws connection_error, or std::invalid_argument for a semaphore max_count
+  /// mismatch. Safe on any thread for an operation that is not started (the inline path).
+  std::unique_ptr<lease> try_once() {
+    try {
+      if (request_.kind == primitive::semaphore) check_count();
       for (candidate& c : candidates_) {
         const std::filesystem::path path = backend_->directory() / c.file;
         for (int reopen = 0;; ++reopen) {
           if (!c.fd) c.fd = open_lock_file(path);
           if (!try_flock(c.fd.get(), request_.mode)) break;
-          if (path_names_fd(path, c.fd.get())) {
-            grant(c, path);
-            return;
-          }
+          if (path_names_fd(path, c.fd.get())) return grant(c, path);
           // Locked a file that was removed or replaced since we opened it: that lock
           // excludes nobody. Drop it and lock what the path names now.
           c.fd.reset();
@@ -94,46 +122,35 @@ class file_acquire final : public acquire_operation,
         }
       }
     } catch (const file_failure& failure) {
-      finish(std::make_exception_ptr(connection_error(
-                 "dlock: file " + backend_->endpoint() + ": " + failure.what + " for lock '" +
-                 naming::quote_for_message(request_.name) + "'")),
-             nullptr);
-      return;
+      throw connection_error("dlock: file " + backend_->endpoint() + ": " + failure.what +
+                             " for lock '" + naming::quote_for_message(request_.name) + "'");
     }
-    if (!request_.wait) {
-      finish(nullptr, nullptr);
-      return;
-    }
-    if (!waiting_) {
-      waiting_ = true;
-      for (const candidate& c : candidates_) backend_->add_waiter(c.file, this);
-    }
-    arm_retry_timer();
+    return nullptr;
   }
 
-  bool check_count() {
-    if (!count_fd_) {
-      count_fd_ = open_lock_file(count_file_);
-      const std::uint32_t stored = check_semaphore_count(count_fd_.get(), request_.max_count);
-      if (stored != request_.max_count) {
-        finish(std::make_exception_ptr(std::invalid_argument(
-                   "dlock: file " + backend_->endpoint() + ": semaphore '" +
-                   naming::quote_for_message(request_.name) + "' is used with max_count " +
-                   std::to_string(request_.max_count) + " here but " + std::to_string(stored) +
-                   " in " + count_file_.string())),
-               nullptr);
-        return false;
-      }
+ private:
+  void check_count() {
+    if (count_fd_) return;
+    count_fd_ = open_lock_file(count_file_);
+    const std::uint32_t stored = check_semaphore_count(count_fd_.get(), request_.max_count);
+    if (stored != request_.max_count) {
+      throw std::invalid_argument("dlock: file " + backend_->endpoint() + ": semaphore '" +
+                                  naming::quote_for_message(request_.name) +
+                                  "' is used with max_count " +
+                                  std::to_string(request_.max_count) + " here but " +
+                                  std::to_string(stored) + " in " + count_file_.string());
     }
-    return true;
   }
 
-  void grant(candidate& c, const std::filesystem::path& path) {
+  std::unique_ptr<lease> grant(candidate& c, const std::filesystem::path& path) {
     const int counter_fd = request_.kind == primitive::semaphore ? count_fd_.get() : c.fd.get();
-    const std::uint64_t token = next_fencing_token(counter_fd);
-    auto granted = std::make_unique<file_lease>(backend_, path, c.file, std::move(c.fd),
-                                                request_.mode == lock_mode::exclusive, token);
-    finish(nullptr, std::move(granted));
+    // A LOCK_EX holder of its own file is the only grant that can touch the counter; readers
+    // and the slots of a semaphore share theirs and take the byte-range lock.
+    const bool sole_holder =
+        request_.kind != primitive::semaphore && request_.mode == lock_mode::exclusive;
+    const std::uint64_t token = next_fencing_token(counter_fd, sole_holder);
+    return std::make_unique<file_lease>(backend_, path, c.file, std::move(c.fd),
+                                        request_.mode == lock_mode::exclusive, token);
   }
 
   void arm_retry_timer() {
@@ -153,12 +170,15 @@ class file_acquire final : public acquire_operation,
     candidates_.clear();
     count_fd_.reset();
     auto done = std::move(done_);
+    // As in core: let the caller, not this thread, hold the last reference to the backend.
+    backend_.reset();
     done(error, std::move(granted));
   }
 
   std::shared_ptr<file_backend> backend_;
   acquire_request request_;
   acquire_completion done_;
+  boost::asio::any_io_executor executor_;
   boost::asio::steady_timer retry_timer_;
   std::vector<candidate> candidates_;
   std::filesystem::path count_file_;
@@ -191,7 +211,7 @@ file_backend::file_backend(const options& opts)
     throw connection_error("dlock: file " + directory_.string() +
                            ": inotify_init1: " + std::strerror(errno));
   }
-  watch_directory();
+  watch_directory(replacement_events);
 }
 
 file_backend::~file_backend() {
@@ -203,15 +223,18 @@ file_backend::~file_backend() {
   io_.reset();
 }
 
-void file_backend::watch_directory() {
-  if (::inotify_add_watch(inotify_.get(), directory_.c_str(), watched_events) < 0) {
+void file_backend::watch_directory(std::uint32_t events) {
+  if (::inotify_add_watch(inotify_.get(), directory_.c_str(), events) < 0) {
     throw connection_error("dlock: file " + directory_.string() +
                            ": cannot watch the lock directory: " + std::strerror(errno));
   }
 }
 
 void file_backend::start() {
-  boost::asio::post(io_->executor(), [self = shared_from_this()] {
+  // Weak: a provider dropped at once must be shut down by its owner's thread, not this one.
+  boost::asio::post(io_->executor(), [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self) return;
     self->events_.emplace(self->io_->executor(), ::dup(self->inotify_.get()));
     self->monitor_timer_.emplace(self->io_->executor());
     self->wait_for_events();
@@ -302,6 +325,11 @@ std::string file_backend::semaphore_file_name(std::string_view name) const {
   return naming::escape_segment(name, max_escaped_bytes, true) + ".semaphore";
 }
 
+std::unique_ptr<lease> file_backend::try_acquire_inline(const acquire_request& request) {
+  file_acquire attempt(shared_from_this(), request, [](std::exception_ptr, std::unique_ptr<lease>) {});
+  return attempt.try_once();
+}
+
 std::shared_ptr<acquire_operation> file_backend::start_acquire(acquire_request request,
                                                                acquire_completion done) {
   auto operation =
@@ -311,7 +339,17 @@ std::shared_ptr<acquire_operation> file_backend::start_acquire(acquire_request r
 }
 
 void file_backend::add_waiter(const std::string& file, file_acquire* waiter) {
+  if (waiters_.empty()) watch_closes(true);
   waiters_[file].push_back(waiter);
+}
+
+void file_backend::watch_closes(bool on) {
+  try {
+    watch_directory(on ? replacement_events | close_events : replacement_events);
+  } catch (...) {
+    // Waiters still wake every retry_period; say why they are slow.
+    report_background_error(options_.on_error, std::current_exception());
+  }
 }
 
 void file_backend::remove_waiter(const std::string& file, file_acquire* waiter) {
@@ -319,6 +357,7 @@ void file_backend::remove_waiter(const std::string& file, file_acquire* waiter) 
   if (it == waiters_.end()) return;
   std::erase(it->second, waiter);
   if (it->second.empty()) waiters_.erase(it);
+  if (waiters_.empty()) watch_closes(false);
 }
 
 void file_backend::add_held(const std::string& file, file_lease* lease) {

@@ -36,6 +36,8 @@ class file_backend final : public dlock::backend,
   std::string endpoint() const override { return directory_.string(); }
   boost::asio::any_io_executor executor() const override { return io_->executor(); }
   bool running_in_this_thread() const noexcept override { return io_->running_in_this_thread(); }
+  bool acquires_inline() const noexcept override { return true; }
+  std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
 
@@ -55,7 +57,8 @@ class file_backend final : public dlock::backend,
   void remove_held(const std::string& file, file_lease* lease);
 
  private:
-  void watch_directory();
+  void watch_directory(std::uint32_t events);
+  void watch_closes(bool on);
   void wait_for_events();
   void read_events();
   void check_held(const std::string* file);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 namespace dlock::file::detail {
@@ -127,8 +128,9 @@ bool path_names_fd(const std::filesystem::path& path, int fd) {
   return by_path.st_dev == by_fd.st_dev && by_path.st_ino == by_fd.st_ino;
 }
 
-std::uint64_t next_fencing_token(int fd) {
-  range_lock serialise(fd, counter_bytes);
+std::uint64_t next_fencing_token(int fd, bool sole_holder) {
+  std::optional<range_lock> serialise;
+  if (!sole_holder) serialise.emplace(fd, counter_bytes);
   const std::uint64_t stored = parse_counter(read_prefix(fd, counter_bytes));
   const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
                        std::chrono::system_clock::now().time_since_epoch())

@@ -46,10 +46,11 @@ bool path_names_fd(const std::filesystem::path& path, int fd);
 
 /// Reads the fencing counter at the start of the file open as `fd`, stores the next token and
 /// returns it. The next token is max(counter + 1, microseconds since the epoch), so tokens
-/// keep rising even after the file was removed and its counter lost. Updates are serialised
-/// by an open-file-description lock on the counter's bytes, which does not interact with
-/// flock(2), so readers holding LOCK_SH together still get distinct tokens.
-std::uint64_t next_fencing_token(int fd);
+/// keep rising even after the file was removed and its counter lost. Unless `sole_holder`
+/// (the caller holds LOCK_EX on this very file, so no other grant can run), updates are
+/// serialised by an open-file-description lock on the counter's bytes, which does not
+/// interact with flock(2), so readers holding LOCK_SH together still get distinct tokens.
+std::uint64_t next_fencing_token(int fd, bool sole_holder);
 
 /// Checks (storing it if the file is new) the semaphore's max_count in the file open as `fd`.
 /// Returns the stored count, which differs from `max_count` on a mismatch.

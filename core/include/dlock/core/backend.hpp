@@ -91,6 +91,17 @@ class backend {
   /// Throws: only std::invalid_argument for a request this backend cannot represent.
   virtual std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                            acquire_completion done) = 0;
+
+  /// True when try_acquire_inline() is offered: one attempt cheap enough to make on the
+  /// caller's thread (local system calls, no network round trip). Core then settles an
+  /// uncontended blocking acquire without a thread hop.
+  virtual bool acquires_inline() const noexcept { return false; }
+
+  /// Makes one non-waiting attempt on the calling thread. Returns the lease, or nullptr when
+  /// the lock is taken. Throws what start_acquire's completion would fail with
+  /// (connection_error, std::invalid_argument). Requires: acquires_inline(); request.wait
+  /// is false.
+  virtual std::unique_ptr<lease> try_acquire_inline(const acquire_request& request);
 };
 
 }  // namespace dlock
