@@ -7,6 +7,8 @@
 //   and that floor plus the four system calls a safe grant adds (inode check, fencing counter).
 // handoff: two processes take turns on one lock; each sample is the time from the holder
 //   starting release() to the waiter's acquire() returning (CLOCK_MONOTONIC, shared memory).
+// wait endings: how soon a waiting acquire returns after a stop request, and how far past
+//   its timeout a try_acquire(5ms) on a held lock returns.
 // docs/benchmarks.md records the figures and the command that produced them.
 #include <fcntl.h>
 #include <sys/file.h>
@@ -180,6 +182,40 @@ std::vector<double> handoff(const std::string& url, int rounds) {
   return samples;
 }
 
+// How late a waiting acquire returns after its stop request, and after its timeout.
+struct wait_endings {
+  std::vector<double> after_stop_us;
+  std::vector<double> past_timeout_us;
+};
+
+wait_endings wait_ending_latency(const std::string& url, int rounds) {
+  auto holder = dlock::make_provider(url);
+  auto waiter = dlock::make_provider(url);
+  dlock::lock_handle held = holder->create_lock("endings").acquire();
+  auto lock = waiter->create_lock("endings");
+  wait_endings result;
+  for (int i = 0; i < rounds; ++i) {
+    std::stop_source stop;
+    std::atomic<std::int64_t> returned_ns{0};
+    std::thread waiting([&] {
+      (void)lock.try_acquire(std::chrono::hours(1), stop.get_token());
+      returned_ns = now_ns();
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // let it queue and wait
+    const std::int64_t requested = now_ns();
+    stop.request_stop();
+    waiting.join();
+    result.after_stop_us.push_back((returned_ns - requested) / 1000.0);
+
+    constexpr auto timeout = std::chrono::milliseconds(5);
+    const std::int64_t started = now_ns();
+    (void)lock.try_acquire(timeout);
+    const double elapsed_us = (now_ns() - started) / 1000.0;
+    result.past_timeout_us.push_back(elapsed_us - 5000.0);
+  }
+  return result;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -225,6 +261,11 @@ int main(int argc, char** argv) try {
   }
   print_row("dlock handoff between two processes", summarize(handoff_samples),
             handoff_samples.size());
+  const auto endings = wait_ending_latency(url, 200);
+  print_row("waiting acquire returns after stop request", summarize(endings.after_stop_us),
+            endings.after_stop_us.size());
+  print_row("try_acquire(5ms) returns past its timeout", summarize(endings.past_timeout_us),
+            endings.past_timeout_us.size());
   if (own_dir) std::filesystem::remove_all(dir);
   return 0;
 } catch (const std::exception& e) {
