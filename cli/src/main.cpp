@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <iomanip>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -202,8 +203,8 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   if (args.verbose) {
     const auto waited = std::chrono::duration<double, std::milli>(clock_type::now() - started);
     std::cerr << "dlock: acquired " << kind_word(args.kind) << " '" << args.name << "' at "
-              << where << " (fencing token " << token << ") after " << waited.count()
-              << " ms\n";
+              << where << " (fencing token " << token << ") after " << std::fixed
+              << std::setprecision(1) << waited.count() << " ms\n";
   }
   handle->on_lost([lost_event] { ring(lost_event->get()); });
 
