@@ -10,6 +10,9 @@ void register_built_backends() {
 #if DLOCK_HAS_FILE
   file::register_scheme();
 #endif
+#if DLOCK_HAS_MEMORY
+  memory::register_scheme();
+#endif
 }
 
 }  // namespace

@@ -209,13 +209,6 @@ TEST_CASE("threads of several providers never hold one lock together",
   }
 }
 
-TEST_CASE("an unreachable backend is a connection_error naming the endpoint",
-          "[contract][errors]") {
-  REQUIRE_THROWS_AS(backend().acquire_from_unreachable_endpoint(), dlock::connection_error);
-  REQUIRE_THROWS_WITH(backend().acquire_from_unreachable_endpoint(),
-                      Catch::Contains(backend().unreachable_endpoint()));
-}
-
 TEST_CASE("a blocking acquire on the provider's own thread is a logic_error",
           "[contract][acquire]") {
   auto provider = backend().make_provider();

@@ -11,11 +11,15 @@
 #if DLOCK_HAS_FILE
 #include <dlock/file.hpp>
 #endif
+#if DLOCK_HAS_MEMORY
+#include <dlock/memory.hpp>
+#endif
 
 namespace dlock {
 
 /// Builds the provider a URL describes, with any backend this build has:
-/// `file:///var/lock/app`, and the schemes of the networked backends when they are built.
+/// `file:///var/lock/app`, `memory://` (one process), and the schemes of the networked
+/// backends when they are built.
 /// The URL's query holds the backend's options (docs per backend); an unknown one is an error.
 /// Throws: std::invalid_argument for a malformed URL, unknown scheme or option (naming it);
 /// dlock::connection_error when the backend cannot be reached or set up.

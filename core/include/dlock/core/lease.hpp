@@ -38,6 +38,10 @@ class lease {
   void mark_lost() noexcept { lost_source_.request_stop(); }
   bool lost() const noexcept { return lost_source_.stop_requested(); }
   std::stop_token lost_token() const noexcept { return lost_source_.get_token(); }
+  /// A copy of the lost signal. A backend that finds a loss while holding a lock of its own
+  /// collects these under it and calls request_stop() after unlocking: stop callbacks then
+  /// run without the backend's lock held, and the lease may already be gone by then.
+  std::stop_source lost_signal() const noexcept { return lost_source_; }
 
  protected:
   explicit lease(std::uint64_t fencing_token) noexcept : fencing_token_(fencing_token) {}

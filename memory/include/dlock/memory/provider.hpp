@@ -1,0 +1,54 @@
+// dlock/memory/provider.hpp: dlock::memory::provider, locks whose scope is one process.
+//
+// Not a mock: a backend like the others, with the same contract (FIFO waits, timeouts, stop
+// requests, reader-writer locks whose writers do not starve, semaphores, fencing tokens, lost
+// signalling), whose locks are shared by every provider of the same domain in this process
+// and by nothing outside it. Use it to unit-test code that takes a provider without any
+// server, and for single-process deployments. docs/memory.md has the details.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <dlock/core/provider.hpp>
+
+namespace dlock::memory {
+
+namespace detail {
+class memory_backend;
+}
+
+/// Options of a memory provider.
+struct options {
+  /// Providers with the same domain share their locks, as clients of one server would;
+  /// different domains are independent. A domain lives as long as the process.
+  std::string domain;
+  /// Receives errors that have no caller (none are expected from this backend).
+  error_handler on_error;
+};
+
+/// The in-process provider. Thread safety: as dlock::provider.
+///
+///     auto locks = std::make_shared<dlock::memory::provider>();
+///     report_job job(locks);           // the service under test takes a lock_provider
+///     locks->break_lock("nightly");    // and sees its handle lost, as after a crash
+class provider : public dlock::provider {
+ public:
+  explicit provider(options opts = {});
+
+  /// Takes every grant of `name` (lock, reader-writer lock and semaphore) away from its
+  /// holders, as an expired lease or a dead session would: their handles are marked lost and
+  /// waiters may be granted at once. For tests of the code that handles a loss.
+  /// Throws std::invalid_argument for an invalid name.
+  void break_lock(std::string_view name);
+
+ private:
+  provider(std::shared_ptr<detail::memory_backend> backend, error_handler on_error);
+  std::shared_ptr<detail::memory_backend> backend_;
+};
+
+/// Registers the `memory://` scheme with dlock::make_provider: `memory://` (the default
+/// domain) or `memory:///domain-name`; no options.
+void register_scheme();
+
+}  // namespace dlock::memory

@@ -1,0 +1,268 @@
+#include "memory_backend.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <boost/asio/post.hpp>
+
+#include <dlock/core/naming.hpp>
+
+namespace dlock::memory::detail {
+
+/// One acquire queued in a domain. Its fields are guarded by the domain's mutex.
+class memory_acquire final : public acquire_operation {
+ public:
+  memory_acquire(std::shared_ptr<memory_domain> domain, acquire_request request,
+                 acquire_completion done, boost::asio::any_io_executor executor)
+      : domain(std::move(domain)),
+        request(std::move(request)),
+        done(std::move(done)),
+        executor(std::move(executor)) {}
+
+  void cancel() noexcept override { domain->withdraw(this); }
+
+  std::shared_ptr<memory_domain> domain;
+  acquire_request request;
+  acquire_completion done;
+  boost::asio::any_io_executor executor;
+  bool completed = false;
+};
+
+/// A grant in a domain. `attached` is guarded by the domain's mutex: break_name() detaches a
+/// lease (its grant is gone) and its later release() is then a no-op.
+class memory_lease final : public lease {
+ public:
+  memory_lease(std::shared_ptr<memory_domain> domain, std::string key, lock_mode mode,
+               bool semaphore, std::uint64_t token)
+      : lease(token), domain(std::move(domain)), key(std::move(key)), mode(mode),
+        semaphore(semaphore) {}
+  ~memory_lease() override {
+    if (!released_) domain->release(this);
+  }
+  void release() override {
+    released_ = true;
+    domain->release(this);
+  }
+
+  std::shared_ptr<memory_domain> domain;
+  std::string key;
+  lock_mode mode;
+  bool semaphore;
+  bool attached = true;
+
+ private:
+  bool released_ = false;
+};
+
+std::shared_ptr<memory_domain> memory_domain::named(const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<memory_domain>> domains;
+  std::lock_guard lock(mutex);
+  auto& domain = domains[name];
+  if (!domain) domain = std::make_shared<memory_domain>(name);
+  return domain;
+}
+
+// A lock and the reader-writer lock of one name are one resource, as in the file backend
+// (and flock(1)); a semaphore of that name is another.
+std::string memory_domain::key_of(const acquire_request& request) {
+  return (request.kind == primitive::semaphore ? "S" : "L") + request.name;
+}
+
+void memory_domain::check_max_count(resource& r, const acquire_request& request) const {
+  if (request.kind != primitive::semaphore) return;
+  if (r.max_count == 0) r.max_count = request.max_count;
+  if (r.max_count != request.max_count) {
+    throw std::invalid_argument("dlock: memory " + name_ + ": semaphore '" +
+                                naming::quote_for_message(request.name) +
+                                "' is used with max_count " + std::to_string(request.max_count) +
+                                " here but " + std::to_string(r.max_count) + " by its holders");
+  }
+}
+
+bool memory_domain::grantable(const resource& r, const acquire_request& request) {
+  if (request.kind == primitive::semaphore) return r.slots < r.max_count;
+  if (request.mode == lock_mode::shared) return !r.writer;
+  return !r.writer && r.readers == 0;
+}
+
+std::unique_ptr<lease> memory_domain::grant(const std::string& key, resource& r,
+                                            const acquire_request& request) {
+  if (request.kind == primitive::semaphore) {
+    ++r.slots;
+  } else if (request.mode == lock_mode::shared) {
+    ++r.readers;
+  } else {
+    r.writer = true;
+  }
+  auto granted = std::make_unique<memory_lease>(shared_from_this(), key, request.mode,
+                                                request.kind == primitive::semaphore,
+                                                ++last_token_);
+  r.holders.push_back(granted.get());
+  return granted;
+}
+
+void memory_domain::serve_queue(const std::string& key, resource& r,
+                                std::vector<completion>& done) {
+  // Strict arrival order: a waiting writer holds back the readers queued behind it.
+  while (!r.queue.empty() && grantable(r, r.queue.front()->request)) {
+    auto op = std::move(r.queue.front());
+    r.queue.pop_front();
+    op->completed = true;
+    auto granted = grant(key, r, op->request);
+    done.push_back({std::move(op), nullptr, std::move(granted)});
+  }
+}
+
+void memory_domain::forget_if_idle(std::map<std::string, resource>::iterator it) {
+  if (it->second.idle()) resources_.erase(it);
+}
+
+void memory_domain::complete(std::vector<completion>& done) {
+  for (auto& c : done) {
+    auto executor = c.op->executor;
+    boost::asio::post(executor, [c = std::move(c)]() mutable {
+      auto finish = std::move(c.op->done);
+      finish(c.error, std::move(c.granted));
+    });
+  }
+}
+
+std::unique_ptr<lease> memory_domain::try_now(const acquire_request& request) {
+  std::lock_guard lock(mutex_);
+  const std::string key = key_of(request);
+  auto it = resources_.try_emplace(key).first;
+  resource& r = it->second;
+  try {
+    check_max_count(r, request);
+  } catch (...) {
+    forget_if_idle(it);
+    throw;
+  }
+  if (r.queue.empty() && grantable(r, request)) return grant(key, r, request);
+  forget_if_idle(it);
+  return nullptr;
+}
+
+void memory_domain::start(const std::shared_ptr<memory_acquire>& op) {
+  std::vector<completion> done;
+  {
+    std::lock_guard lock(mutex_);
+    const std::string key = key_of(op->request);
+    auto it = resources_.try_emplace(key).first;
+    resource& r = it->second;
+    try {
+      check_max_count(r, op->request);
+      if (r.queue.empty() && grantable(r, op->request)) {
+        op->completed = true;
+        done.push_back({op, nullptr, grant(key, r, op->request)});
+      } else if (!op->request.wait) {
+        op->completed = true;
+        done.push_back({op, nullptr, nullptr});
+        forget_if_idle(it);
+      } else {
+        r.queue.push_back(op);
+      }
+    } catch (...) {
+      op->completed = true;
+      done.push_back({op, std::current_exception(), nullptr});
+      forget_if_idle(it);
+    }
+  }
+  complete(done);
+}
+
+void memory_domain::withdraw(memory_acquire* op) {
+  std::vector<completion> done;
+  {
+    std::lock_guard lock(mutex_);
+    if (op->completed) return;
+    const std::string key = key_of(op->request);
+    auto it = resources_.find(key);
+    if (it == resources_.end()) return;
+    auto& queue = it->second.queue;
+    auto queued = std::find_if(queue.begin(), queue.end(),
+                               [op](const auto& waiting) { return waiting.get() == op; });
+    if (queued == queue.end()) return;
+    auto self = *queued;
+    queue.erase(queued);
+    self->completed = true;
+    done.push_back({std::move(self), nullptr, nullptr});
+    // A withdrawn writer may have been all that held back the readers behind it.
+    serve_queue(key, it->second, done);
+    forget_if_idle(it);
+  }
+  complete(done);
+}
+
+void memory_domain::release(memory_lease* released) {
+  std::vector<completion> done;
+  {
+    std::lock_guard lock(mutex_);
+    if (!released->attached) return;
+    released->attached = false;
+    auto it = resources_.find(released->key);
+    if (it == resources_.end()) return;
+    resource& r = it->second;
+    std::erase(r.holders, released);
+    if (released->semaphore) {
+      --r.slots;
+    } else if (released->mode == lock_mode::shared) {
+      --r.readers;
+    } else {
+      r.writer = false;
+    }
+    serve_queue(released->key, r, done);
+    forget_if_idle(it);
+  }
+  complete(done);
+}
+
+void memory_domain::break_name(const std::string& name) {
+  std::vector<completion> done;
+  std::vector<std::stop_source> lost;
+  {
+    std::lock_guard lock(mutex_);
+    for (const std::string& key : {"L" + name, "S" + name}) {
+      auto it = resources_.find(key);
+      if (it == resources_.end()) continue;
+      resource& r = it->second;
+      for (memory_lease* holder : r.holders) {
+        holder->attached = false;
+        lost.push_back(holder->lost_signal());
+      }
+      r.holders.clear();
+      r.writer = false;
+      r.readers = 0;
+      r.slots = 0;
+      serve_queue(key, r, done);
+      forget_if_idle(it);
+    }
+  }
+  // Outside the mutex: a stop_callback on a lost_token may release its handle at once.
+  for (auto& signal : lost) signal.request_stop();
+  complete(done);
+}
+
+memory_backend::memory_backend(const std::string& domain)
+    : domain_(memory_domain::named(domain)), io_(std::make_unique<io_thread>()) {}
+
+memory_backend::~memory_backend() { io_->stop(); }
+
+std::string memory_backend::endpoint() const {
+  return domain_->name().empty() ? "(default domain)" : domain_->name();
+}
+
+std::unique_ptr<lease> memory_backend::try_acquire_inline(const acquire_request& request) {
+  return domain_->try_now(request);
+}
+
+std::shared_ptr<acquire_operation> memory_backend::start_acquire(acquire_request request,
+                                                                 acquire_completion done) {
+  auto op = std::make_shared<memory_acquire>(domain_, std::move(request), std::move(done),
+                                             executor());
+  domain_->start(op);
+  return op;
+}
+
+}  // namespace dlock::memory::detail

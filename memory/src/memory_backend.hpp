@@ -1,0 +1,93 @@
+// Private to dlock::memory: the backend over a process-wide table of lock states.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <dlock/core/backend.hpp>
+#include <dlock/core/io_thread.hpp>
+#include <dlock/core/lease.hpp>
+
+namespace dlock::memory::detail {
+
+class memory_acquire;
+class memory_lease;
+
+/// The locks of one domain: what a server would hold for all its clients.
+class memory_domain : public std::enable_shared_from_this<memory_domain> {
+ public:
+  explicit memory_domain(std::string name) : name_(std::move(name)) {}
+
+  /// The domain named `name`, created on first use and kept for the life of the process, so
+  /// fencing tokens keep rising however often providers come and go.
+  static std::shared_ptr<memory_domain> named(const std::string& name);
+
+  const std::string& name() const noexcept { return name_; }
+
+  /// One attempt now; never overtakes queued waiters. nullptr when not grantable.
+  std::unique_ptr<lease> try_now(const acquire_request& request);
+  /// Grants, fails or queues `op`; its completion is always posted.
+  void start(const std::shared_ptr<memory_acquire>& op);
+  /// Removes a queued `op` and completes it with no lease; no-op once it has completed.
+  void withdraw(memory_acquire* op);
+  void release(memory_lease* lease);
+  void break_name(const std::string& name);
+
+ private:
+  struct resource {
+    bool writer = false;
+    std::uint32_t readers = 0;
+    std::uint32_t slots = 0;
+    std::uint32_t max_count = 0;  // semaphores: the count every user must pass
+    std::deque<std::shared_ptr<memory_acquire>> queue;
+    std::vector<memory_lease*> holders;
+    bool idle() const { return !writer && readers == 0 && slots == 0 && queue.empty(); }
+  };
+  struct completion {
+    std::shared_ptr<memory_acquire> op;
+    std::exception_ptr error;
+    std::unique_ptr<lease> granted;
+  };
+
+  static std::string key_of(const acquire_request& request);
+  void check_max_count(resource& r, const acquire_request& request) const;
+  static bool grantable(const resource& r, const acquire_request& request);
+  std::unique_ptr<lease> grant(const std::string& key, resource& r,
+                               const acquire_request& request);
+  void serve_queue(const std::string& key, resource& r, std::vector<completion>& done);
+  void forget_if_idle(std::map<std::string, resource>::iterator it);
+  static void complete(std::vector<completion>& done);
+
+  std::string name_;
+  std::mutex mutex_;
+  std::uint64_t last_token_ = 0;
+  std::map<std::string, resource> resources_;
+};
+
+class memory_backend final : public dlock::backend {
+ public:
+  explicit memory_backend(const std::string& domain);
+  ~memory_backend() override;
+
+  std::string_view scheme() const noexcept override { return "memory"; }
+  std::string endpoint() const override;
+  boost::asio::any_io_executor executor() const override { return io_->executor(); }
+  bool running_in_this_thread() const noexcept override { return io_->running_in_this_thread(); }
+  bool acquires_inline() const noexcept override { return true; }
+  std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
+  std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
+                                                   acquire_completion done) override;
+
+  memory_domain& domain() noexcept { return *domain_; }
+
+ private:
+  std::shared_ptr<memory_domain> domain_;
+  std::unique_ptr<io_thread> io_;
+};
+
+}  // namespace dlock::memory::detail

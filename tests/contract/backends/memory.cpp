@@ -1,0 +1,44 @@
+// The contract suite against dlock::memory, in a domain of its own.
+#include <stdexcept>
+
+#include <dlock/dlock.hpp>
+
+#include "../backend.hpp"
+#include "support.hpp"
+
+namespace contract {
+
+namespace {
+
+class memory_fixture final : public backend_fixture {
+ public:
+  std::string label() const override { return "memory"; }
+
+  std::shared_ptr<dlock::provider> make_provider() override {
+    return std::make_shared<dlock::memory::provider>(dlock::memory::options{.domain = domain_});
+  }
+
+  std::string url() const override { return "memory:///" + domain_; }
+
+  void break_lock(const std::string& name) override {
+    dlock::memory::provider(dlock::memory::options{.domain = domain_}).break_lock(name);
+  }
+
+  // The external cases (other processes, unreachable endpoints) are not linked here.
+  void acquire_from_unreachable_endpoint() override {
+    throw std::logic_error("a memory backend has no endpoint to be unreachable");
+  }
+  std::string unreachable_endpoint() const override { return {}; }
+
+ private:
+  std::string domain_ = support::unique_name("contract");
+};
+
+}  // namespace
+
+backend_fixture& backend() {
+  static memory_fixture fixture;
+  return fixture;
+}
+
+}  // namespace contract
