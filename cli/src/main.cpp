@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -77,7 +79,7 @@ void wait_readable(std::vector<pollfd>& fds, std::optional<clock_type::time_poin
   int timeout_ms = -1;
   if (deadline) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline - clock_type::now());
-    timeout_ms = static_cast<int>(std::max<std::int64_t>(0, left.count()));
+    timeout_ms = static_cast<int>(std::clamp<std::int64_t>(left.count(), 0, INT_MAX));
   }
   for (auto& fd : fds) fd.revents = 0;
   if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
@@ -170,10 +172,15 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
     wait_readable(waiting, std::nullopt);
     if (waiting[0].revents & POLLIN) {
       for (int signo; (signo = next_signal(signal_fd)) != 0;) {
-        if (is_forwarded(signo) && interrupting_signal == 0) {
-          interrupting_signal = signo;
-          stop.request_stop();
+        if (!is_forwarded(signo)) continue;
+        if (interrupting_signal != 0) {
+          // A second signal: do not wait for the backend to withdraw the request. Exiting
+          // closes our connections and files, which frees whatever it left behind.
+          std::cerr << "dlock: " << strsignal(signo) << " again; exiting at once\n";
+          std::_Exit(exit_signal_base + signo);
         }
+        interrupting_signal = signo;
+        stop.request_stop();
       }
     }
     if (waiting[1].revents & POLLIN) break;
@@ -222,17 +229,25 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   bool lost = false;
   int wait_status = 0;
   std::vector<pollfd> running = {{signal_fd, POLLIN, 0}, {lost_event->get(), POLLIN, 0}};
+  auto forward_signals = [&] {
+    if (!(running[0].revents & POLLIN)) return;
+    for (int signo; (signo = next_signal(signal_fd)) != 0;) {
+      if (is_forwarded(signo)) child->signal_group(signo);
+    }
+  };
+  auto kill_when_grace_ends = [&] {
+    if (kill_deadline && clock_type::now() >= *kill_deadline) {
+      child->signal_group(SIGKILL);
+      kill_deadline.reset();
+    }
+  };
   while (true) {
     if (auto status = child->try_reap()) {
       wait_status = *status;
       break;
     }
     wait_readable(running, kill_deadline);
-    if (running[0].revents & POLLIN) {
-      for (int signo; (signo = next_signal(signal_fd)) != 0;) {
-        if (is_forwarded(signo)) child->signal_group(signo);
-      }
-    }
+    forward_signals();
     if ((running[1].revents & POLLIN) && !lost) {
       drain(lost_event->get());
       lost = true;
@@ -240,13 +255,22 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
                 << where << "; terminating the command (SIGTERM, SIGKILL after "
                 << std::chrono::duration<double>(args.kill_grace).count() << " s)\n";
       child->signal_group(SIGTERM);
+      child->signal_group(SIGCONT);  // a stopped process would not see the SIGTERM
       kill_deadline = clock_type::now() + args.kill_grace;
     }
-    if (kill_deadline && clock_type::now() >= *kill_deadline) {
-      child->signal_group(SIGKILL);
-      kill_deadline.reset();
+    kill_when_grace_ends();
+  }
+  if (lost) {
+    // The rest of the group gets the same grace, then SIGKILL, whatever the leader did. The
+    // group leaves no event to wait for, so look every 20 ms.
+    while (child->group_alive() && kill_deadline) {
+      const auto next_look = clock_type::now() + std::chrono::milliseconds(20);
+      wait_readable(running, std::min(next_look, *kill_deadline));
+      forward_signals();
+      kill_when_grace_ends();
     }
   }
+  child->disarm_watchdog();
   // The command finished; its group may linger, but the lock no longer protects it.
   lost = lost || handle->lost();
   try {
@@ -288,6 +312,10 @@ int main(int argc, char** argv) {
     std::cout << "dlock " << DLOCK_VERSION << "\n";
     return 0;
   }
+
+  // An inherited SIG_IGN would make the kernel reap the command itself, and dlock could
+  // never learn its status.
+  ::signal(SIGCHLD, SIG_DFL);
 
   // Blocked before any thread exists, so every provider thread inherits the mask and the
   // signals queue on the signalfd for main() alone.

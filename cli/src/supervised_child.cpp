@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <system_error>
 
 #include "exit_codes.hpp"
 
@@ -45,10 +46,15 @@ std::string resolve_command(const std::string& command) {
   throw spawn_error(exit_not_found, "dlock: " + command + ": command not found");
 }
 
-// True when dlock is the foreground job of a terminal on stdin: the command then gets the
-// terminal, so Ctrl-C and Ctrl-Z reach it directly, as a shell would arrange.
-bool in_foreground_of_terminal() {
-  return ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+// dlock's controlling terminal, whatever its stdin is, or -1 without one.
+int open_controlling_terminal() {
+  return ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+}
+
+// True when dlock is the foreground job of `terminal`: the command then gets the terminal,
+// so Ctrl-C and Ctrl-Z reach it directly, as a shell would arrange.
+bool in_foreground_of(int terminal) {
+  return terminal >= 0 && ::tcgetpgrp(terminal) == ::getpgrp();
 }
 
 }  // namespace
@@ -79,13 +85,16 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
   if (::pipe2(exec_status, O_CLOEXEC) != 0) {
     throw spawn_error(exit_os_error, std::string("dlock: pipe: ") + std::strerror(errno));
   }
-  const bool give_terminal = in_foreground_of_terminal();
+  terminal_ = open_controlling_terminal();
+  const bool give_terminal = in_foreground_of(terminal_);
+  const int terminal = terminal_;
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int err = errno;
     ::close(exec_status[0]);
     ::close(exec_status[1]);
+    if (terminal_ >= 0) ::close(terminal_);
     throw spawn_error(exit_os_error, std::string("dlock: fork: ") + std::strerror(err));
   }
   if (pid == 0) {
@@ -95,7 +104,7 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(exit_signal_base + SIGKILL);
     // SIGTTOU is still blocked here, which lets a background group take the terminal.
-    if (give_terminal) ::tcsetpgrp(STDIN_FILENO, ::getpid());
+    if (give_terminal) ::tcsetpgrp(terminal, ::getpid());
     ::sigprocmask(SIG_SETMASK, &child_mask, nullptr);
     ::execve(program.c_str(), argv.data(), envp.data());
     const int err = errno;
@@ -107,7 +116,7 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
   // Both sides set the group, so it exists whichever runs first (as shells do).
   ::setpgid(pid, pid);
   if (give_terminal) {
-    ::tcsetpgrp(STDIN_FILENO, pid);
+    ::tcsetpgrp(terminal_, pid);
     owns_terminal_ = true;
   }
   int exec_errno = 0;
@@ -120,13 +129,77 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
     int status = 0;
     ::waitpid(pid, &status, 0);
     pid_ = -1;
+    if (owns_terminal_) ::tcsetpgrp(terminal_, ::getpgrp());
+    owns_terminal_ = false;
+    ::close(terminal_);
+    terminal_ = -1;
     throw spawn_error(exec_errno == ENOENT ? exit_not_found : exit_not_executable,
                       "dlock: " + program + ": " + std::strerror(exec_errno));
+  }
+  start_watchdog();
+}
+
+void supervised_child::start_watchdog() {
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC) != 0) {
+    throw std::system_error(errno, std::generic_category(), "dlock: pipe");
+  }
+  const pid_t group = pid_;
+  const pid_t watchdog = ::fork();
+  if (watchdog < 0) {
+    const int err = errno;
+    ::close(ends[0]);
+    ::close(ends[1]);
+    throw std::system_error(err, std::generic_category(), "dlock: fork");
+  }
+  if (watchdog == 0) {
+    // Only async-signal-safe calls here: this is a fork of a threaded process. Signals meant
+    // for dlock's group must not end the watchdog; dlock's forwarded set is blocked already.
+    ::close(ends[1]);
+    ::signal(SIGINT, SIG_IGN);
+    ::signal(SIGTSTP, SIG_IGN);
+    char verdict = 0;
+    ssize_t got;
+    do {
+      got = ::read(ends[0], &verdict, 1);
+    } while (got < 0 && errno == EINTR);
+    if (got == 0) ::kill(-group, SIGKILL);  // EOF: dlock died without a word
+    ::_exit(0);
+  }
+  ::close(ends[0]);
+  watchdog_pipe_ = ends[1];
+  watchdog_pid_ = watchdog;
+}
+
+void supervised_child::disarm_watchdog() {
+  if (watchdog_pipe_ < 0) return;
+  const char verdict = 'x';
+  [[maybe_unused]] auto written = ::write(watchdog_pipe_, &verdict, 1);
+  ::close(watchdog_pipe_);
+  watchdog_pipe_ = -1;
+  int status = 0;
+  while (::waitpid(watchdog_pid_, &status, 0) < 0 && errno == EINTR) {
   }
 }
 
 supervised_child::~supervised_child() {
-  if (owns_terminal_) ::tcsetpgrp(STDIN_FILENO, ::getpgrp());
+  if (owns_terminal_) ::tcsetpgrp(terminal_, ::getpgrp());
+  if (terminal_ >= 0) ::close(terminal_);
+}
+
+bool supervised_child::group_alive() const { return pid_ > 0 && ::kill(-pid_, 0) == 0; }
+
+void supervised_child::follow_stop() {
+  if (terminal_ < 0) return;  // no job control to take part in: wait for whoever stopped it
+  if (owns_terminal_) ::tcsetpgrp(terminal_, ::getpgrp());
+  owns_terminal_ = false;
+  ::kill(::getpid(), SIGSTOP);
+  // Continued (fg or bg): the command goes on too, with the terminal if dlock has it now.
+  if (in_foreground_of(terminal_)) {
+    ::tcsetpgrp(terminal_, pid_);
+    owns_terminal_ = true;
+  }
+  signal_group(SIGCONT);
 }
 
 void supervised_child::signal_group(int signo) const {
@@ -136,8 +209,16 @@ void supervised_child::signal_group(int signo) const {
 std::optional<int> supervised_child::try_reap() {
   if (pid_ <= 0) return std::nullopt;
   int status = 0;
-  const pid_t reaped = ::waitpid(pid_, &status, WNOHANG);
+  pid_t reaped;
+  do {
+    reaped = ::waitpid(pid_, &status, WNOHANG | WUNTRACED);
+  } while (reaped < 0 && errno == EINTR);
+  if (reaped < 0) throw std::system_error(errno, std::generic_category(), "dlock: waitpid");
   if (reaped != pid_) return std::nullopt;
+  if (WIFSTOPPED(status)) {
+    follow_stop();
+    return std::nullopt;
+  }
   return status;
 }
 

@@ -1,5 +1,6 @@
 // The command that dlock runs under the lock: its own process group, the terminal handed to
-// it when dlock runs in the foreground, and killed if dlock dies.
+// it when dlock runs in the foreground, stopped and continued with it, and killed if dlock
+// dies.
 #pragma once
 
 #include <signal.h>
@@ -20,9 +21,13 @@ struct spawn_error : std::runtime_error {
 
 class supervised_child {
  public:
-  /// Starts `command` (searched in $PATH unless it has a '/') with `extra_env` ("K=V") added,
-  /// the signal mask `child_mask`; dispositions stay as dlock inherited them (exec resets
-  /// handlers, and a SIGHUP ignored by nohup stays ignored). Throws spawn_error.
+  /// Starts `command` (searched in $PATH unless it has a '/') in a new process group with
+  /// `extra_env` ("K=V") added and the signal mask `child_mask`; dispositions stay as dlock
+  /// inherited them (exec resets handlers; a SIGHUP ignored by nohup stays ignored).
+  ///
+  /// A watchdog process is forked beside it: if dlock dies without calling disarm_watchdog()
+  /// (SIGKILL, a crash), the watchdog kills the whole group, grandchildren included, so no
+  /// part of the command runs on without the lock. Throws spawn_error.
   supervised_child(const std::vector<std::string>& command,
                    const std::vector<std::string>& extra_env, const sigset_t& child_mask);
   /// Gives the terminal back to dlock's process group if the command had it.
@@ -33,12 +38,25 @@ class supervised_child {
   pid_t pid() const { return pid_; }
   /// Sends `signo` to the command's whole process group.
   void signal_group(int signo) const;
-  /// The command's wait status once it has exited (non-blocking), else nullopt.
+  /// True while any process of the command's group exists.
+  bool group_alive() const;
+  /// The command's wait status once it has exited, else nullopt. When the command stopped
+  /// (Ctrl-Z, SIGTTIN) and dlock has a controlling terminal, dlock stops too, as a shell job
+  /// would, and on being continued hands the terminal back and continues the command.
+  /// Throws std::system_error if the command cannot be waited for.
   std::optional<int> try_reap();
+  /// Tells the watchdog that dlock ends normally: leftovers of the group are left alone.
+  void disarm_watchdog();
 
  private:
+  void start_watchdog();
+  void follow_stop();
+
   pid_t pid_ = -1;
-  bool owns_terminal_ = false;
+  int terminal_ = -1;            // dlock's controlling terminal, or -1
+  bool owns_terminal_ = false;   // the command's group has the terminal
+  int watchdog_pipe_ = -1;       // its write end; the watchdog reads EOF if dlock dies
+  pid_t watchdog_pid_ = -1;
 };
 
 }  // namespace dlock::cli

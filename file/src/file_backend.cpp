@@ -1,5 +1,7 @@
 #include "file_backend.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
@@ -66,7 +68,13 @@ class file_acquire final : public acquire_operation,
   }
 
   /// A watched file was closed, removed or renamed.
-  void on_file_event() { attempt(); }
+  void on_file_event() {
+    attempt();
+    // The kernel reports a close before it drops the closer's flock, so a release by another
+    // program (flock(1), a crashed process) can still be in the way of the attempt it woke;
+    // look again shortly rather than after a whole retry_period.
+    if (!finished_) arm_retry_timer(std::chrono::milliseconds(2));
+  }
 
  private:
   struct candidate {
@@ -97,7 +105,7 @@ class file_acquire final : public acquire_operation,
       attempt();
       return;
     }
-    arm_retry_timer();
+    arm_retry_timer(backend_->settings().retry_period);
   }
 
  public:
@@ -153,8 +161,8 @@ class file_acquire final : public acquire_operation,
                                         request_.mode == lock_mode::exclusive, token);
   }
 
-  void arm_retry_timer() {
-    retry_timer_.expires_after(backend_->settings().retry_period);
+  void arm_retry_timer(std::chrono::nanoseconds after) {
+    retry_timer_.expires_after(after);
     retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
       if (auto self = weak.lock(); self && !ec) self->attempt();
     });
@@ -235,7 +243,16 @@ void file_backend::start() {
   boost::asio::post(io_->executor(), [weak = weak_from_this()] {
     auto self = weak.lock();
     if (!self) return;
-    self->events_.emplace(self->io_->executor(), ::dup(self->inotify_.get()));
+    const int events_fd = ::fcntl(self->inotify_.get(), F_DUPFD_CLOEXEC, 0);
+    if (events_fd < 0) {
+      report_background_error(
+          self->options_.on_error,
+          std::make_exception_ptr(connection_error(
+              "dlock: file " + self->endpoint() + ": cannot watch the lock directory: " +
+              std::strerror(errno) + "; waiters fall back to retry_period")));
+    } else {
+      self->events_.emplace(self->io_->executor(), events_fd);
+    }
     self->monitor_timer_.emplace(self->io_->executor());
     self->wait_for_events();
     self->schedule_monitor();
@@ -298,13 +315,21 @@ void file_backend::read_events() {
 }
 
 void file_backend::check_held(const std::string* file) {
-  std::lock_guard lock(held_mutex_);
-  if (file) {
-    auto [first, last] = held_.equal_range(*file);
-    for (auto it = first; it != last; ++it) it->second->check_still_named();
-  } else {
-    for (auto& [name, lease] : held_) lease->check_still_named();
+  std::vector<std::stop_source> lost;
+  {
+    std::lock_guard lock(held_mutex_);
+    auto check = [&](file_lease* lease) {
+      if (lease->file_replaced()) lost.push_back(lease->lost_signal());
+    };
+    if (file) {
+      auto [first, last] = held_.equal_range(*file);
+      for (auto it = first; it != last; ++it) check(it->second);
+    } else {
+      for (auto& [name, lease] : held_) check(lease);
+    }
   }
+  // Outside held_mutex_: a stop_callback on a lost_token may release a handle at once.
+  for (auto& signal : lost) signal.request_stop();
 }
 
 void file_backend::schedule_monitor() {
@@ -391,8 +416,14 @@ file_lease::file_lease(std::shared_ptr<file_backend> backend, std::filesystem::p
 file_lease::~file_lease() {
   if (fd_) {
     backend_->remove_held(file_, this);
-    fd_.reset();
+    unlock_and_close();
   }
+}
+
+// Unlocks before closing: the close wakes waiters (inotify), and they must find it unlocked.
+void file_lease::unlock_and_close() noexcept {
+  ::flock(fd_.get(), LOCK_UN);
+  fd_.reset();
 }
 
 void file_lease::release() {
@@ -407,18 +438,19 @@ void file_lease::release() {
       // Keeping the file is always safe; only its removal was optional.
     }
   }
-  fd_.reset();
+  unlock_and_close();
 }
 
-void file_lease::check_still_named() {
-  if (lost() || !fd_) return;
+bool file_lease::file_replaced() {
+  if (lost() || !fd_) return false;
   try {
-    if (!path_names_fd(path_, fd_.get())) mark_lost();
+    return !path_names_fd(path_, fd_.get());
   } catch (const file_failure& failure) {
     report_background_error(
         backend_->settings().on_error,
         std::make_exception_ptr(connection_error("dlock: file " + backend_->endpoint() + ": " +
                                                  failure.what + " while checking a held lock")));
+    return false;
   }
 }
 

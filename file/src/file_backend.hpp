@@ -83,10 +83,13 @@ class file_lease final : public dlock::lease {
   ~file_lease() override;
   void release() override;
 
-  /// Marks the lease lost if its path no longer names its file. Called under held_mutex_.
-  void check_still_named();
+  /// True when its path no longer names its file (removed or replaced) and it is not yet
+  /// marked lost. Called under held_mutex_, so it never marks the lease lost itself.
+  bool file_replaced();
 
  private:
+  void unlock_and_close() noexcept;
+
   std::shared_ptr<file_backend> backend_;
   std::filesystem::path path_;
   std::string file_;

@@ -17,9 +17,11 @@ using support::wait_until;
 
 namespace {
 
+// In a session of its own, so dlock has no controlling terminal however the tests are run
+// (setsid(1) execs dlock in place: the PID is dlock's).
 std::vector<std::string> dlock_command(std::vector<std::string> options, const std::string& name,
                                        std::vector<std::string> command) {
-  std::vector<std::string> argv{support::cli_path()};
+  std::vector<std::string> argv{"/usr/bin/setsid", support::cli_path()};
   argv.insert(argv.end(), options.begin(), options.end());
   argv.push_back(backend().url());
   argv.push_back(name);
@@ -190,6 +192,69 @@ TEST_CASE("the command dies with a dlock killed by SIGKILL", "[contract][cli][fa
   dlock.signal(SIGKILL);
   REQUIRE(dlock.wait(10s));
   CHECK(wait_until([&] { return process_gone(command_pid); }, 10s));
+}
+
+TEST_CASE("the command's whole group dies with a dlock killed by SIGKILL",
+          "[contract][cli][fault]") {
+  const auto name = unique_name("cli-grandchild");
+  child_process dlock(
+      dlock_command({}, name, {"/bin/sh", "-c", "sleep 600 & echo $!; wait"}));
+  const auto line = dlock.read_line(60s);
+  REQUIRE(line);
+  const pid_t grandchild = std::stoi(*line);
+  dlock.signal(SIGKILL);
+  REQUIRE(dlock.wait(10s));
+  CHECK(wait_until([&] { return process_gone(grandchild); }, 10s));
+}
+
+TEST_CASE("after a loss, group members that ignore SIGTERM are killed after the grace period",
+          "[contract][cli][fault]") {
+  const auto name = unique_name("cli-straggler");
+  child_process dlock(dlock_command(
+      {"--kill-grace", "0.2"}, name,
+      {"/bin/sh", "-c", "sh -c 'trap \"\" TERM; echo $$; exec sleep 600' & "
+                        "echo leader; while :; do sleep 0.01; done"}));
+  // The straggler prints its PID (which `exec sleep` keeps), the leader a word, in any order.
+  pid_t straggler = 0;
+  for (int i = 0; i < 2; ++i) {
+    const auto line = dlock.read_line(60s);
+    REQUIRE(line);
+    if (*line != "leader") straggler = std::stoi(*line);
+  }
+  REQUIRE(straggler > 0);
+  backend().break_lock(name);
+  const auto status = dlock.wait(60s);
+  REQUIRE(status);
+  CHECK(exit_code(*status) == 75);
+  CHECK(wait_until([&] { return process_gone(straggler); }, 10s));
+}
+
+TEST_CASE("a stopped command is waited for, not lost track of", "[contract][cli]") {
+  const auto name = unique_name("cli-stopped");
+  child_process dlock(dlock_command(
+      {}, name, {"/bin/sh", "-c", "echo $$; kill -STOP $$; echo resumed; exit 4"}));
+  const auto line = dlock.read_line(60s);
+  REQUIRE(line);
+  const pid_t command = std::stoi(*line);
+  CHECK_FALSE(dlock.read_line(100ms));
+  ::kill(command, SIGCONT);
+  CHECK(dlock.read_line(10s) == std::optional<std::string>("resumed"));
+  const auto status = dlock.wait(10s);
+  REQUIRE(status);
+  CHECK(exit_code(*status) == 4);
+}
+
+TEST_CASE("dlock started with SIGCHLD ignored still reports the command's status",
+          "[contract][cli]") {
+  const auto name = unique_name("cli-sigchld");
+  auto argv = dlock_command({}, name, {"/bin/sh", "-c", "exit 5"});
+  std::string script = "trap '' CHLD; exec";
+  for (const auto& word : argv) script += " '" + word + "'";
+  child_process dlock({"/bin/sh", "-c", script});
+  dlock.close_stdin();
+  const auto status = dlock.wait(30s);
+  REQUIRE(status);
+  CHECK(exit_code(*status) == 5);
 }
 
 TEST_CASE("dlock takes the URL from DLOCK_URL when none is given", "[contract][cli]") {
