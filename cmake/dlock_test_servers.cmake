@@ -47,8 +47,11 @@ endif()
 
 # dlock_add_test_server_fixture(<server>): the setup and cleanup tests of fixture <server>_server.
 # They carry the server's label, so `ctest -L <server>` selects them along with the tests.
+# Like support::test_servers_state_dir(), an environment variable DLOCK_TEST_STATE_DIR at ctest
+# time wins over the configured directory, so that two runs in one build tree can use two sets of
+# servers.
 function(dlock_add_test_server_fixture server)
-  set(script "${DLOCK_TEST_SERVERS_SCRIPT}" --state-dir "${DLOCK_TEST_STATE_DIR}")
+  set(script "${DLOCK_TEST_SERVERS_SCRIPT}" --default-state-dir "${DLOCK_TEST_STATE_DIR}")
   add_test(NAME servers/start-${server} COMMAND ${script} start --owner ctest ${server})
   set_tests_properties(servers/start-${server} PROPERTIES
     FIXTURES_SETUP ${server}_server LABELS "${server}" TIMEOUT 180)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Real Redis, PostgreSQL 15 and ZooKeeper servers on 127.0.0.1 for dlock's tests, on free ports, in
 # one state directory. See docs/testing.md for the workflow; `test-servers.sh help` for the commands.
-set -euo pipefail
+set -Eeuo pipefail
+# set -e ends the script at the first unexpected failure; say which one, rather than exit silently.
+trap 'echo "test-servers: unexpected failure of \"$BASH_COMMAND\" (line $LINENO, status $?)" >&2' ERR
 
 readonly program=test-servers
 readonly ready_deadline_seconds=${DLOCK_TEST_SERVERS_TIMEOUT:-60}
@@ -17,7 +19,7 @@ readonly all_groups=(redis postgres zookeeper)
 
 usage() {
   cat <<'EOF'
-usage: test-servers.sh [--state-dir DIR] COMMAND [ARGS]
+usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] COMMAND [ARGS]
 
   start [--owner NAME] [redis|postgres|zookeeper ...]   start (default: all); reuse healthy ones
   stop [--owner NAME] [redis|postgres|zookeeper ...]    stop (default: all; with --owner only
@@ -31,7 +33,8 @@ usage: test-servers.sh [--state-dir DIR] COMMAND [ARGS]
                                                          name / Postgres application_name)
 
   IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3
-  DIR defaults to $DLOCK_TEST_STATE_DIR, else ${TMPDIR:-/tmp}/dlock-test-servers-$UID.
+  The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
+  else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
 EOF
 }
 
@@ -804,17 +807,14 @@ take_state_lock() {
 
 # ---------------------------------------------------------------------------------------------
 
-state_dir=${DLOCK_TEST_STATE_DIR:-${TMPDIR:-/tmp}/dlock-test-servers-$UID}
+state_dir=""
+default_state_dir=${TMPDIR:-/tmp}/dlock-test-servers-$UID
 while (($#)); do
   case "$1" in
-    --state-dir)
-      (($# >= 2)) || die "--state-dir needs a directory"
-      state_dir=$2
+    --state-dir | --default-state-dir)
+      (($# >= 2)) || die "$1 needs a directory"
+      if [[ $1 == --state-dir ]]; then state_dir=$2; else default_state_dir=$2; fi
       shift 2
-      ;;
-    --state-dir=*)
-      state_dir=${1#--state-dir=}
-      shift
       ;;
     -h | --help | help)
       usage
@@ -830,6 +830,8 @@ done
 command=$1
 shift
 
+# An explicit directory wins over the environment, which wins over a caller's default (CTest's).
+state_dir=${state_dir:-${DLOCK_TEST_STATE_DIR:-$default_state_dir}}
 mkdir -p "$state_dir"
 state_dir=$(cd "$state_dir" && pwd)
 # PostgreSQL runs as user postgres and needs to reach its directory inside.
