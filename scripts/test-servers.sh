@@ -78,9 +78,11 @@ is_ensemble_member() { [[ $1 == zk[123] ]]; }
 # Processes. Every server runs in its own session (setsid), so its process group id is its pid and
 # a signal to the group also reaches PostgreSQL's backends.
 
+# /proc files are read with `read`: under set -e, bash 5.2 exits from `$(<file)` when the file
+# is gone (a process that just ended) even inside `|| ...`.
 process_state() {
   local stat
-  { stat=$(<"/proc/$1/stat"); } 2>/dev/null || return 1
+  read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
   stat=${stat##*) }
   echo "${stat%% *}"
 }
@@ -94,7 +96,7 @@ process_alive() {
 process_group_alive() {
   local stat_file stat state pgrp
   for stat_file in /proc/[0-9]*/stat; do
-    { stat=$(<"$stat_file"); } 2>/dev/null || continue
+    read -r stat 2>/dev/null <"$stat_file" || continue
     stat=${stat##*) }
     read -r state _ pgrp _ <<<"$stat"
     [[ $pgrp == "$1" && $state != Z && $state != X ]] && return 0
@@ -840,7 +842,11 @@ chmod 755 "$state_dir"
 case "$command" in
   start) command_start "$@" ;;
   stop) command_stop "$@" ;;
-  status) command_status ;;
+  status)
+    status=0
+    command_status || status=$?
+    exit "$status"
+    ;;
   env) command_env ;;
   pause | resume | restart | kill | kill-connections)
     (($# >= 1)) || die "$command needs a server id (see: $0 help)"
