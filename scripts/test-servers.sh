@@ -39,6 +39,17 @@ EOF
 }
 
 say() { echo "$program: $*" >&2; }
+
+milliseconds_now() {
+  local microseconds=${EPOCHREALTIME//[^0-9]/}
+  echo $((10#$microseconds / 1000))
+}
+
+# "1.23": the seconds since `start` (from milliseconds_now).
+seconds_since() {
+  local elapsed=$(($(milliseconds_now) - $1))
+  printf '%d.%02d' $((elapsed / 1000)) $((elapsed % 1000 / 10))
+}
 die() {
   say "$*"
   exit 1
@@ -519,11 +530,23 @@ group_recorded() {
   [[ -f "$(group_env_file "$1")" ]]
 }
 
+# Stops the servers `ids` concurrently (a JVM takes a while to exit); fails if any survived.
+stop_servers() {
+  local id jobs=() job failed=0
+  for id in "$@"; do
+    stop_server "$id" &
+    jobs+=($!)
+  done
+  for job in "${jobs[@]}"; do
+    wait "$job" || failed=1
+  done
+  return "$failed"
+}
+
 remove_group() {
   local group=$1 id socket_dir
-  for id in $(group_members "$group"); do
-    stop_server "$id"
-  done
+  # shellcheck disable=SC2046 # the member list is meant to split
+  stop_servers $(group_members "$group") || die "$group: could not stop every server"
   if [[ $group == postgres && -f "$(server_dir postgres)/socket_dir" ]]; then
     socket_dir=$(postgres_socket_dir)
     [[ $socket_dir == "$(server_dir postgres)/socket" ]] || rm -rf "$socket_dir"
@@ -565,9 +588,7 @@ start_group_fresh() {
     if ((status == 0)); then
       return 0
     fi
-    for id in "${ids[@]}"; do
-      stop_server "$id"
-    done
+    stop_servers "${ids[@]}" || return 1
     ((status == 2)) || return 1
   done
   say "$group: gave up after $port_attempts attempts to find free ports"
@@ -576,7 +597,8 @@ start_group_fresh() {
 
 # Runs as a background job per group.
 start_group() {
-  local group=$1 owner=$2 started=$SECONDS
+  local group=$1 owner=$2 started
+  started=$(milliseconds_now)
   if ! start_group_fresh "$group"; then
     say "$group: failed to start; see above"
     remove_group "$group"
@@ -584,7 +606,7 @@ start_group() {
   fi
   echo "$owner" >"$(group_owner_file "$group")"
   write_group_env "$group"
-  say "$group: up in $((SECONDS - started))s"
+  say "$group: up in $(seconds_since "$started")s"
 }
 
 check_group_prerequisites() {
