@@ -217,6 +217,7 @@ postgres_answers() {
 # serve (a member without quorum says "not currently serving requests").
 zookeeper_mode() {
   local reply
+  # shellcheck disable=SC2016 # $1 belongs to the inner shell
   reply=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf srvr >&3 && cat <&3' \
     _ "$(server_port "$1")" 2>/dev/null) || true
   [[ $reply =~ Mode:\ ([a-z]+) ]] || return 1
@@ -297,8 +298,7 @@ launch_redis() {
   dir=$(server_dir "$id")
   port=$(server_port "$id")
   setsid redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$dir" \
-    --daemonize no --logfile "$dir/server.log" \
-    </dev/null >>"$dir/server.log" 2>&1 9>&- &
+    --daemonize no </dev/null >>"$dir/server.log" 2>&1 9>&- &
   echo $! >"$dir/pid"
 }
 
@@ -612,8 +612,9 @@ start_group() {
 check_group_prerequisites() {
   case "$1" in
     redis)
-      command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
+      if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
         die "redis-server or redis-cli not found: apt-get install redis-server redis-tools (or scripts/setup-debian.sh --servers)"
+      fi
       ;;
     postgres)
       [[ -x $postgres_bin/postgres && -x $postgres_bin/psql ]] ||
@@ -793,7 +794,7 @@ ids_with_name_matching() {
 }
 
 command_kill_connections() {
-  local id=$1 glob=${2:-*} port ids killed
+  local id=$1 glob=${2:-*} port ids id_list killed
   require_running "$id" >/dev/null
   port=$(server_port "$id")
   case "$(group_of "$id")" in
@@ -803,7 +804,8 @@ command_kill_connections() {
         sed -n 's/^id=\([0-9]*\) .* name=\([^ ]*\) .*/\1 \2/p' | ids_with_name_matching "$glob")
       killed=0
       if [[ -n $ids ]]; then
-        killed=$(printf 'CLIENT KILL ID %s\n' $ids | timeout 5 redis-cli -h 127.0.0.1 -p "$port" |
+        mapfile -t id_list <<<"$ids"
+        killed=$(printf 'CLIENT KILL ID %s\n' "${id_list[@]}" | timeout 5 redis-cli -h 127.0.0.1 -p "$port" |
           awk '{ total += $1 } END { print total + 0 }')
       fi
       ;;
@@ -815,7 +817,7 @@ command_kill_connections() {
       if [[ -n $ids ]]; then
         # With a timeout, pg_terminate_backend waits until the backend has exited.
         killed=$(superuser_psql -c \
-          "select count(*) filter (where pg_terminate_backend(pid, 5000)) from unnest('{$(echo $ids | tr ' ' ,)}'::int[]) as pid")
+          "select count(*) filter (where pg_terminate_backend(pid, 5000)) from unnest('{${ids//$'\n'/,}}'::int[]) as pid")
       fi
       ;;
     zookeeper) die "kill-connections is not available for ZooKeeper; use pause, restart or kill" ;;
