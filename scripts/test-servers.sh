@@ -50,6 +50,7 @@ seconds_since() {
   local elapsed=$(($(milliseconds_now) - $1))
   printf '%d.%02d' $((elapsed / 1000)) $((elapsed % 1000 / 10))
 }
+
 die() {
   say "$*"
   exit 1
@@ -187,7 +188,7 @@ pick_free_port() {
   for ((attempt = 0; attempt < 500; attempt++)); do
     port=$((port_low + (RANDOM * 32768 + RANDOM) % port_span))
     [[ $in_use == *" $port "* || -n ${ports_taken_here[$port]:-} ]] && continue
-    # Without ss, a connection attempt tells whether something listens.
+    # A connection attempt also catches listeners ss did not show (or ss being absent).
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
     ports_taken_here[$port]=1
     free_port=$port
@@ -196,8 +197,13 @@ pick_free_port() {
   die "found no free port in $port_low-$((port_low + port_span - 1))"
 }
 
+# Whether the server's log says, since its last launch, that it could not bind its port.
 log_says_port_in_use() {
-  grep -qiE 'address already in use|could not bind|BindException' "$(server_log "$1")" 2>/dev/null
+  local offset
+  offset=$(cat "$(server_dir "$1")/log_offset" 2>/dev/null || echo 0)
+  # grep reads to the end (no -q), so that tail never dies of SIGPIPE under pipefail.
+  tail -c +"$((offset + 1))" "$(server_log "$1")" 2>/dev/null |
+    grep -iE 'address already in use|could not bind|BindException' >/dev/null
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -261,7 +267,7 @@ wait_until_answers() {
   until server_answers "$id"; do
     if ! process_alive "$pid"; then
       if log_says_port_in_use "$id"; then
-        say "$id: port $(server_port "$id") was taken meanwhile; trying another"
+        say "$id: port $(server_port "$id") is taken by another process"
         return 2
       fi
       say "$id exited before it answered"
@@ -277,8 +283,8 @@ wait_until_answers() {
   done
 }
 
-# Waits for every server in `ids` concurrently-started; same return codes as wait_until_answers,
-# the worst one wins.
+# Waits for every server in `ids`, which were launched together; returns like wait_until_answers,
+# the worst outcome winning.
 wait_until_all_answer() {
   local id status worst=0
   for id in "$@"; do
@@ -340,6 +346,8 @@ launch_zookeeper() {
 }
 
 launch_server() {
+  stat -c %s "$(server_log "$1")" >"$(server_dir "$1")/log_offset" 2>/dev/null ||
+    echo 0 >"$(server_dir "$1")/log_offset"
   case "$(group_of "$1")" in
     redis) launch_redis "$1" ;;
     postgres) launch_postgres ;;
@@ -590,6 +598,7 @@ start_group_fresh() {
     fi
     stop_servers "${ids[@]}" || return 1
     ((status == 2)) || return 1
+    say "$group: trying other ports"
   done
   say "$group: gave up after $port_attempts attempts to find free ports"
   return 1
@@ -778,7 +787,13 @@ command_restart() {
   [[ -f "$(server_dir "$id")/port" ]] || die "$id was never started in $state_dir"
   stop_server "$id"
   launch_server "$id"
-  wait_until_answers "$id" || die "$id did not come back after restart"
+  local status=0
+  wait_until_answers "$id" || status=$?
+  if ((status == 2)); then
+    die "$id: another process took port $(server_port "$id") while $id was down; it cannot come back on the same port"
+  elif ((status != 0)); then
+    die "$id did not come back after restart"
+  fi
   say "restarted $id (pid $(recorded_pid "$id"), port $(server_port "$id"))"
 }
 
