@@ -1,8 +1,7 @@
 // The fault helpers of scripts/test-servers.sh against PostgreSQL: kill-connections, restart,
 // pause/resume.
-#include <pqxx/pqxx>
-
 #include <catch2/catch.hpp>
+#include <pqxx/pqxx>
 
 #include "support.hpp"
 #include "test_servers.hpp"

@@ -1,7 +1,6 @@
 // The PostgreSQL test server is a real PostgreSQL 15 with the test role and database.
-#include <pqxx/pqxx>
-
 #include <catch2/catch.hpp>
+#include <pqxx/pqxx>
 
 #include "test_servers.hpp"
 

@@ -47,7 +47,7 @@ std::optional<std::string> redis_connection::command(const std::vector<std::stri
                                lengths.data());
   if (raw == nullptr) return std::nullopt;
   std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),
-                                                      &freeReplyObject);
+                                                     &freeReplyObject);
   switch (reply->type) {
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:

@@ -16,7 +16,8 @@ support::host_port endpoint(const char* variable, std::size_t index = 0) {
 
 }  // namespace
 
-TEST_CASE("after restart, Redis answers a new connection on the same port", "[redis][servers][fault]") {
+TEST_CASE("after restart, Redis answers a new connection on the same port",
+          "[redis][servers][fault]") {
   const auto at = endpoint("DLOCK_TEST_REDIS");
   support::redis_connection before(at);
   REQUIRE(before.command({"PING"}) == "PONG");

@@ -1,7 +1,6 @@
 // The Redis test servers are real, separate Redis servers.
-#include <set>
-
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "redis_client.hpp"
 #include "test_servers.hpp"

@@ -74,7 +74,8 @@ std::optional<std::string> zookeeper_four_letter_word(int port, std::string_view
   if (::connect(socket.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
     return std::nullopt;
   }
-  if (::send(socket.fd, word.data(), word.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(word.size())) {
+  if (::send(socket.fd, word.data(), word.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(word.size())) {
     return std::nullopt;
   }
   std::string reply;

@@ -31,8 +31,9 @@ bool in_quorum(int port) {
 
 }  // namespace
 
-TEST_CASE("a paused ensemble member does not answer while the others serve, and rejoins after resume",
-          "[zookeeper][servers][fault]") {
+TEST_CASE(
+    "a paused ensemble member does not answer while the others serve, and rejoins after resume",
+    "[zookeeper][servers][fault]") {
   const int zk1 = support::endpoint_hosts(ensemble_url()).at(0).port;
   REQUIRE(in_quorum(zk1));
   support::undo_test_servers_fault resume({"resume", "zk1"});

@@ -2,7 +2,6 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
-
 #include <catch2/catch.hpp>
 
 #include "support.hpp"

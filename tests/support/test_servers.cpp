@@ -52,9 +52,9 @@ std::optional<std::string> test_server_endpoint(std::string_view variable) {
 std::string require_test_server_endpoint(std::string_view variable) {
   if (auto value = test_server_endpoint(variable)) return *value;
   throw std::runtime_error(std::string(variable) + " is neither in the environment nor in " +
-                           endpoints_file().string() + "; start the servers with: " +
-                           DLOCK_TEST_SERVERS_SCRIPT + " --state-dir " +
-                           test_servers_state_dir().string() + " start");
+                           endpoints_file().string() +
+                           "; start the servers with: " + DLOCK_TEST_SERVERS_SCRIPT +
+                           " --state-dir " + test_servers_state_dir().string() + " start");
 }
 
 std::vector<host_port> endpoint_hosts(std::string_view url) {
@@ -71,15 +71,19 @@ std::vector<host_port> endpoint_hosts(std::string_view url) {
     if (colon == std::string_view::npos) {
       throw std::invalid_argument("endpoint host '" + std::string(host) + "' has no port");
     }
-    hosts.push_back({std::string(host.substr(0, colon)), std::stoi(std::string(host.substr(colon + 1)))});
+    hosts.push_back(
+        {std::string(host.substr(0, colon)), std::stoi(std::string(host.substr(colon + 1)))});
   }
   return hosts;
 }
 
 script_result run_test_servers_script(const std::vector<std::string>& arguments,
                                       std::chrono::seconds timeout) {
-  std::vector<std::string> argv{"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1",
-                                DLOCK_TEST_SERVERS_SCRIPT, "--state-dir",
+  std::vector<std::string> argv{"/bin/sh",
+                                "-c",
+                                "exec \"$0\" \"$@\" 2>&1",
+                                DLOCK_TEST_SERVERS_SCRIPT,
+                                "--state-dir",
                                 test_servers_state_dir().string()};
   argv.insert(argv.end(), arguments.begin(), arguments.end());
   child_process script(std::move(argv));
