@@ -28,6 +28,7 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] COMMAND [ARGS
   env                                                   print the endpoints file
   pause ID | resume ID                                  SIGSTOP / SIGCONT the server's processes
   restart ID                                            stop, start on the same port and data
+  shutdown ID                                           stop gracefully, no restart
   kill ID                                               SIGKILL, no restart
   kill-connections ID [NAME_GLOB]                       end clients' connections (Redis client
                                                          name / Postgres application_name)
@@ -782,6 +783,13 @@ command_kill() {
   say "killed $1 (pid $pid)"
 }
 
+command_shutdown() {
+  local pid
+  pid=$(require_running "$1")
+  stop_server "$1"
+  say "shut down $1 (was pid $pid)"
+}
+
 command_restart() {
   local id=$1
   [[ -f "$(server_dir "$id")/port" ]] || die "$id was never started in $state_dir"
@@ -887,7 +895,7 @@ case "$command" in
     exit "$status"
     ;;
   env) command_env ;;
-  pause | resume | restart | kill | kill-connections)
+  pause | resume | restart | shutdown | kill | kill-connections)
     (($# >= 1)) || die "$command needs a server id (see: $0 help)"
     require_server_id "$1"
     take_state_lock

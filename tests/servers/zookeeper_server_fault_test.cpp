@@ -63,3 +63,14 @@ TEST_CASE("after restart, the standalone ZooKeeper serves a new session",
   support::zookeeper_session session(support::zookeeper_hosts(url));
   CHECK(session.create_and_delete("/" + support::unique_name("dlock-servers-test")) == ZOK);
 }
+
+TEST_CASE("with one member shut down the ensemble serves, and restart brings the member back",
+          "[zookeeper][servers][fault]") {
+  const int zk3 = support::endpoint_hosts(ensemble_url()).at(2).port;
+  support::undo_test_servers_fault restart({"restart", "zk3"});
+  support::test_servers({"shutdown", "zk3"});
+  CHECK_FALSE(support::zookeeper_four_letter_word(zk3, "srvr", 200ms));
+  CHECK(support::wait_until(ensemble_serves, 60s));
+  restart.now();
+  CHECK(in_quorum(zk3));
+}
