@@ -1,32 +1,80 @@
 #!/usr/bin/env bash
-# Installs what dlock needs from Debian 12's packages (as root): the build tools, and with
-# --servers the Redis, PostgreSQL and ZooKeeper servers and client libraries the tests use.
-# Idempotent: packages already installed are not fetched again.
+# Installs what building and testing dlock needs on Debian 12, from Debian's own packages.
+#
+#   scripts/setup-debian.sh            build dependencies only
+#   scripts/setup-debian.sh --servers  also the Redis, PostgreSQL 15 and ZooKeeper servers and the
+#                                      client libraries the networked backends link
+#
+# Idempotent: installed packages are left alone, and `apt-get update` runs only when something is
+# missing. Never prompts (CI=true, no stdin). The servers are installed but not started: the tests
+# start private instances with scripts/test-servers.sh, so nothing may listen on the default ports.
 set -euo pipefail
 
-packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux)
-if [[ "${1:-}" == "--servers" ]]; then
-  packages+=(redis-server redis-tools zookeeper default-jre-headless postgresql-15
-             postgresql-client-15 libhiredis-dev libpqxx-dev libzookeeper-mt-dev)
-elif [[ $# -gt 0 ]]; then
+build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux)
+server_packages=(redis-server redis-tools zookeeper default-jre-headless postgresql-15
+                 postgresql-client-15 libhiredis-dev libpqxx-dev libzookeeper-mt-dev netcat-openbsd
+                 iproute2 procps)
+
+usage() {
   echo "usage: $0 [--servers]" >&2
   exit 64
+}
+
+want_servers=false
+for argument in "$@"; do
+  case "$argument" in
+    --servers) want_servers=true ;;
+    -h|--help) usage ;;
+    *) echo "setup-debian: unknown argument '$argument'" >&2; usage ;;
+  esac
+done
+
+packages=("${build_packages[@]}")
+if $want_servers; then
+  packages+=("${server_packages[@]}")
 fi
+
+is_installed() {
+  [[ "$(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null)" == installed ]]
+}
 
 missing=()
 for package in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$package")
-  fi
+  is_installed "$package" || missing+=("$package")
 done
-if [[ ${#missing[@]} -eq 0 ]]; then
+
+if ((${#missing[@]} == 0)); then
+  echo "setup-debian: everything is installed already"
   exit 0
 fi
-if [[ $EUID -ne 0 ]]; then
-  echo "setup-debian.sh: missing packages ${missing[*]}; run as root to install them" >&2
+
+if ((EUID != 0)); then
+  echo "setup-debian: missing packages: ${missing[*]}; run this script as root to install them" >&2
   exit 1
 fi
-echo "setup-debian.sh: installing ${missing[*]}"
+
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# Package maintainer scripts start redis-server and postgresql through invoke-rc.d. A policy-rc.d
+# that answers 101 ("action forbidden") stops that, so the default ports stay free. An existing
+# policy of the administrator is kept aside and put back.
+policy=/usr/sbin/policy-rc.d
+policy_backup=""
+restore_policy() {
+  rm -f "$policy"
+  if [[ -n "$policy_backup" ]]; then
+    mv "$policy_backup" "$policy"
+  fi
+}
+if [[ -e "$policy" ]]; then
+  policy_backup="$(mktemp "$policy.dlock-backup.XXXXXX")"
+  mv "$policy" "$policy_backup"
+fi
+trap restore_policy EXIT
+printf '#!/bin/sh\n# Written by dlock scripts/setup-debian.sh while it installs packages.\nexit 101\n' >"$policy"
+chmod 755 "$policy"
+
+echo "setup-debian: installing ${missing[*]}"
+apt-get update -q </dev/null
+apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+echo "setup-debian: done"

@@ -1,0 +1,81 @@
+# Real servers for the tests: CTest fixtures around scripts/test-servers.sh.
+#
+# For each networked backend whose client library is installed, this defines a fixture
+# `<server>_server` (redis_server, postgres_server, zookeeper_server): the setup test
+# `servers/start-<server>` starts the servers once per ctest run and the cleanup test
+# `servers/stop-<server>` stops them after the last test that needs them. A test opts in with
+# FIXTURES_REQUIRED <server>_server and LABELS <server>; it finds the endpoints through
+# support::test_server_endpoint() (tests/support/test_servers.hpp), which reads
+# ${DLOCK_TEST_STATE_DIR}/endpoints.env.
+#
+# The fixtures start servers with `--owner ctest` and stop only what ctest started, so servers a
+# developer keeps up with `scripts/test-servers.sh --state-dir <dir> start` are reused and left
+# running (docs/testing.md).
+#
+# Sets DLOCK_TEST_SERVER_<REDIS|POSTGRES|ZOOKEEPER> to ON when that server's fixture exists, and
+# defines dlock_test_servers, the helper library linked by tests that talk to the servers.
+
+set(DLOCK_TEST_STATE_DIR "${CMAKE_BINARY_DIR}/test-servers" CACHE PATH
+    "Where the test servers keep their data, logs, PIDs and endpoints.env")
+set(DLOCK_TEST_SERVERS_SCRIPT "${PROJECT_SOURCE_DIR}/scripts/test-servers.sh")
+
+# The client library each server's tests link, so that no fixture starts a server no test can use.
+find_package(PkgConfig)
+if(PkgConfig_FOUND)
+  pkg_check_modules(dlock_test_hiredis IMPORTED_TARGET hiredis)
+  pkg_check_modules(dlock_test_pqxx IMPORTED_TARGET libpqxx)
+endif()
+find_path(DLOCK_TEST_ZOOKEEPER_INCLUDE_DIR zookeeper/zookeeper.h)
+find_library(DLOCK_TEST_ZOOKEEPER_LIBRARY zookeeper_mt)
+if(DLOCK_TEST_ZOOKEEPER_INCLUDE_DIR AND DLOCK_TEST_ZOOKEEPER_LIBRARY
+   AND NOT TARGET dlock_test_zookeeper_client)
+  add_library(dlock_test_zookeeper_client INTERFACE)
+  target_include_directories(dlock_test_zookeeper_client INTERFACE
+                             "${DLOCK_TEST_ZOOKEEPER_INCLUDE_DIR}")
+  target_link_libraries(dlock_test_zookeeper_client INTERFACE
+                        "${DLOCK_TEST_ZOOKEEPER_LIBRARY}")
+  # The synchronous calls (zoo_create, ...) exist only in the multi-threaded library's API.
+  target_compile_definitions(dlock_test_zookeeper_client INTERFACE THREADED)
+endif()
+
+set(DLOCK_TEST_SERVER_REDIS ${dlock_test_hiredis_FOUND})
+set(DLOCK_TEST_SERVER_POSTGRES ${dlock_test_pqxx_FOUND})
+set(DLOCK_TEST_SERVER_ZOOKEEPER OFF)
+if(TARGET dlock_test_zookeeper_client)
+  set(DLOCK_TEST_SERVER_ZOOKEEPER ON)
+endif()
+
+# dlock_add_test_server_fixture(<server>): the setup and cleanup tests of fixture <server>_server.
+# They carry the server's label, so `ctest -L <server>` selects them along with the tests.
+# Like support::test_servers_state_dir(), an environment variable DLOCK_TEST_STATE_DIR at ctest
+# time wins over the configured directory, so that two runs in one build tree can use two sets of
+# servers.
+function(dlock_add_test_server_fixture server)
+  set(script "${DLOCK_TEST_SERVERS_SCRIPT}" --default-state-dir "${DLOCK_TEST_STATE_DIR}")
+  add_test(NAME servers/start-${server} COMMAND ${script} start --owner ctest ${server})
+  set_tests_properties(servers/start-${server} PROPERTIES
+    FIXTURES_SETUP ${server}_server LABELS "${server}" TIMEOUT 180)
+  add_test(NAME servers/stop-${server} COMMAND ${script} stop --owner ctest ${server})
+  set_tests_properties(servers/stop-${server} PROPERTIES
+    FIXTURES_CLEANUP ${server}_server LABELS "${server}" TIMEOUT 120)
+endfunction()
+
+set(dlock_test_missing_library_redis "hiredis (apt-get install libhiredis-dev)")
+set(dlock_test_missing_library_postgres "libpqxx (apt-get install libpqxx-dev)")
+set(dlock_test_missing_library_zookeeper
+    "the ZooKeeper C client (apt-get install libzookeeper-mt-dev)")
+foreach(server IN ITEMS redis postgres zookeeper)
+  string(TOUPPER "${server}" upper)
+  if(DLOCK_TEST_SERVER_${upper})
+    dlock_add_test_server_fixture(${server})
+  else()
+    message(STATUS "dlock: ${server} server tests skipped: ${dlock_test_missing_library_${server}} not found")
+  endif()
+endforeach()
+
+add_library(dlock_test_servers STATIC "${PROJECT_SOURCE_DIR}/tests/support/test_servers.cpp")
+target_include_directories(dlock_test_servers PUBLIC "${PROJECT_SOURCE_DIR}/tests/support")
+target_link_libraries(dlock_test_servers PUBLIC dlock_test_support PRIVATE dlock_warnings)
+target_compile_definitions(dlock_test_servers PRIVATE
+  DLOCK_TEST_SERVERS_SCRIPT="${DLOCK_TEST_SERVERS_SCRIPT}"
+  DLOCK_TEST_STATE_DIR="${DLOCK_TEST_STATE_DIR}")

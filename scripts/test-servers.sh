@@ -1,0 +1,909 @@
+#!/usr/bin/env bash
+# Real Redis, PostgreSQL 15 and ZooKeeper servers on 127.0.0.1 for dlock's tests, on free ports, in
+# one state directory. See docs/testing.md for the workflow; `test-servers.sh help` for the commands.
+set -Eeuo pipefail
+# set -e ends the script at the first unexpected failure; say which one, rather than exit silently.
+trap 'echo "test-servers: unexpected failure of \"$BASH_COMMAND\" (line $LINENO, status $?)" >&2' ERR
+
+readonly program=test-servers
+readonly ready_deadline_seconds=${DLOCK_TEST_SERVERS_TIMEOUT:-60}
+readonly stop_deadline_seconds=15
+readonly lock_deadline_seconds=300
+# Random ports come from below Linux's ephemeral range (32768-60999) so that they never collide
+# with the local end of an outgoing connection.
+readonly port_low=15000
+readonly port_span=17000
+readonly port_attempts=3
+readonly postgres_bin=${DLOCK_POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
+readonly all_groups=(redis postgres zookeeper)
+
+usage() {
+  cat <<'EOF'
+usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] COMMAND [ARGS]
+
+  start [--owner NAME] [redis|postgres|zookeeper ...]   start (default: all); reuse healthy ones
+  stop [--owner NAME] [redis|postgres|zookeeper ...]    stop (default: all; with --owner only
+                                                         the groups that NAME started)
+  status                                                one line per server; exit 3 if any is down
+  env                                                   print the endpoints file
+  pause ID | resume ID                                  SIGSTOP / SIGCONT the server's processes
+  restart ID                                            stop, start on the same port and data
+  shutdown ID                                           stop gracefully, no restart
+  kill ID                                               SIGKILL, no restart
+  kill-connections ID [NAME_GLOB]                       end clients' connections (Redis client
+                                                         name / Postgres application_name)
+
+  IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3
+  The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
+  else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
+EOF
+}
+
+say() { echo "$program: $*" >&2; }
+
+milliseconds_now() {
+  local microseconds=${EPOCHREALTIME//[^0-9]/}
+  echo $((10#$microseconds / 1000))
+}
+
+# "1.23": the seconds since `start` (from milliseconds_now).
+seconds_since() {
+  local elapsed=$(($(milliseconds_now) - $1))
+  printf '%d.%02d' $((elapsed / 1000)) $((elapsed % 1000 / 10))
+}
+
+die() {
+  say "$*"
+  exit 1
+}
+
+# ---------------------------------------------------------------------------------------------
+# Servers, groups and their files
+
+group_members() {
+  case "$1" in
+    redis) echo redis redlock1 redlock2 redlock3 ;;
+    postgres) echo postgres ;;
+    zookeeper) echo zookeeper zk1 zk2 zk3 ;;
+    *) return 1 ;;
+  esac
+}
+
+group_of() {
+  case "$1" in
+    redis | redlock[123]) echo redis ;;
+    postgres) echo postgres ;;
+    zookeeper | zk[123]) echo zookeeper ;;
+    *) return 1 ;;
+  esac
+}
+
+require_group() { group_members "$1" >/dev/null || die "unknown server group '$1' (redis, postgres, zookeeper)"; }
+require_server_id() { group_of "$1" >/dev/null || die "unknown server id '$1' (see: $0 help)"; }
+
+server_dir() { echo "$state_dir/$1"; }
+server_log() { echo "$state_dir/$1/server.log"; }
+server_port() { cat "$state_dir/$1/port" 2>/dev/null; }
+recorded_pid() { cat "$state_dir/$1/pid" 2>/dev/null; }
+is_ensemble_member() { [[ $1 == zk[123] ]]; }
+
+# ---------------------------------------------------------------------------------------------
+# Processes. Every server runs in its own session (setsid), so its process group id is its pid and
+# a signal to the group also reaches PostgreSQL's backends.
+
+# /proc files are read with `read`: under set -e, bash 5.2 exits from `$(<file)` when the file
+# is gone (a process that just ended) even inside `|| ...`.
+process_state() {
+  local stat
+  read -r stat 2>/dev/null <"/proc/$1/stat" || return 1
+  stat=${stat##*) }
+  echo "${stat%% *}"
+}
+
+process_alive() {
+  local state
+  state=$(process_state "$1") || return 1
+  [[ $state != Z && $state != X ]]
+}
+
+process_group_alive() {
+  local stat_file stat state pgrp
+  for stat_file in /proc/[0-9]*/stat; do
+    read -r stat 2>/dev/null <"$stat_file" || continue
+    stat=${stat##*) }
+    read -r state _ pgrp _ <<<"$stat"
+    [[ $pgrp == "$1" && $state != Z && $state != X ]] && return 0
+  done
+  return 1
+}
+
+# Whether `pid` is still the process we started for `id`, not an unrelated one that reuses the pid
+# after a crash or a reboot.
+process_is_server() {
+  local id=$1 pid=$2 cmdline port
+  process_alive "$pid" || return 1
+  { cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline"); } 2>/dev/null || return 1
+  port=$(server_port "$id") || return 1
+  case "$(group_of "$id")" in
+    redis) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
+    postgres) [[ $cmdline == *postgres*"$(server_dir "$id")/data"* ]] ;;
+    zookeeper) [[ $cmdline == *QuorumPeerMain*"$(server_dir "$id")/zoo.cfg"* ]] ;;
+  esac
+}
+
+# The pid of the running server `id`, or failure when it is not running.
+running_pid() {
+  local pid
+  pid=$(recorded_pid "$1") || return 1
+  process_is_server "$1" "$pid" || return 1
+  echo "$pid"
+}
+
+signal_server() {
+  local signal=$1 pid=$2
+  kill -s "$signal" -- "-$pid" 2>/dev/null || kill -s "$signal" "$pid" 2>/dev/null || true
+}
+
+wait_process_group_gone() {
+  local pid=$1 deadline=$((SECONDS + $2))
+  while process_group_alive "$pid"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.1
+  done
+}
+
+# Ends server `id` if it runs: a graceful stop, SIGKILL after the deadline. Succeeds when it does
+# not run.
+stop_server() {
+  local id=$1 pid
+  if pid=$(running_pid "$id"); then
+    signal_server CONT "$pid"
+    if [[ $id == postgres ]]; then
+      kill -s INT "$pid" 2>/dev/null || true # fast shutdown: SIGTERM would wait for clients
+    else
+      signal_server TERM "$pid"
+    fi
+    if ! wait_process_group_gone "$pid" "$stop_deadline_seconds"; then
+      say "$id (pid $pid) ignored SIGTERM for ${stop_deadline_seconds}s; sending SIGKILL"
+      signal_server KILL "$pid"
+      wait_process_group_gone "$pid" 10 || die "$id (pid $pid) survived SIGKILL"
+    fi
+  fi
+  rm -f "$(server_dir "$id")/pid"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Ports
+
+declare -A ports_taken_here=()
+
+# Sets `free_port` to a port nothing listens on and no server of this state directory uses.
+pick_free_port() {
+  local in_use attempt port
+  if command -v ss >/dev/null; then
+    in_use=" $(ss -Htln 2>/dev/null | awk '{ sub(/.*:/, "", $4); print $4 }' | tr '\n' ' ') "
+  else
+    in_use=" "
+  fi
+  in_use+="$(cat "$state_dir"/*/*port 2>/dev/null | tr "\n" " " || true) "
+  for ((attempt = 0; attempt < 500; attempt++)); do
+    port=$((port_low + (RANDOM * 32768 + RANDOM) % port_span))
+    [[ $in_use == *" $port "* || -n ${ports_taken_here[$port]:-} ]] && continue
+    # A connection attempt also catches listeners ss did not show (or ss being absent).
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && continue
+    ports_taken_here[$port]=1
+    free_port=$port
+    return 0
+  done
+  die "found no free port in $port_low-$((port_low + port_span - 1))"
+}
+
+# Whether the server's log says, since its last launch, that it could not bind its port.
+log_says_port_in_use() {
+  local offset
+  offset=$(cat "$(server_dir "$1")/log_offset" 2>/dev/null || echo 0)
+  # grep reads to the end (no -q), so that tail never dies of SIGPIPE under pipefail.
+  tail -c +"$((offset + 1))" "$(server_log "$1")" 2>/dev/null |
+    grep -iE 'address already in use|could not bind|BindException' >/dev/null
+}
+
+# ---------------------------------------------------------------------------------------------
+# Readiness: each check is a real request with a short timeout, since a paused server accepts
+# connections but never answers.
+
+redis_answers() {
+  [[ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$(server_port "$1")" PING 2>/dev/null)" == PONG ]]
+}
+
+postgres_answers() {
+  [[ "$(timeout 5 "$postgres_bin/psql" -X -At -h 127.0.0.1 -p "$(server_port "$1")" -U dlock \
+    -d dlock_test -c 'select 1' 2>/dev/null)" == 1 ]]
+}
+
+# Prints the `Mode:` of a ZooKeeper server from its `srvr` four-letter word; fails when it does not
+# serve (a member without quorum says "not currently serving requests").
+zookeeper_mode() {
+  local reply
+  # shellcheck disable=SC2016 # $1 belongs to the inner shell
+  reply=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf srvr >&3 && cat <&3' \
+    _ "$(server_port "$1")" 2>/dev/null) || true
+  [[ $reply =~ Mode:\ ([a-z]+) ]] || return 1
+  echo "${BASH_REMATCH[1]}"
+}
+
+server_answers() {
+  local mode
+  case "$(group_of "$1")" in
+    redis) redis_answers "$1" ;;
+    postgres) postgres_answers "$1" ;;
+    zookeeper)
+      mode=$(zookeeper_mode "$1") || return 1
+      if is_ensemble_member "$1"; then
+        [[ $mode == leader || $mode == follower ]]
+      else
+        [[ $mode == standalone ]]
+      fi
+      ;;
+  esac
+}
+
+server_healthy() { running_pid "$1" >/dev/null && server_answers "$1"; }
+
+show_log_tail() {
+  local log
+  log=$(server_log "$1")
+  if [[ -s $log ]]; then
+    say "last lines of $log:"
+    tail -n 40 "$log" | sed "s/^/  $1| /" >&2
+  else
+    say "$log is empty or missing"
+  fi
+}
+
+# Waits until server `id` answers. Returns 0 when it does, 2 when its port was taken (try another),
+# 1 on any other failure, after printing the log tail.
+wait_until_answers() {
+  local id=$1 deadline=$((SECONDS + ready_deadline_seconds)) pid
+  pid=$(recorded_pid "$id")
+  until server_answers "$id"; do
+    if ! process_alive "$pid"; then
+      if log_says_port_in_use "$id"; then
+        say "$id: port $(server_port "$id") is taken by another process"
+        return 2
+      fi
+      say "$id exited before it answered"
+      show_log_tail "$id"
+      return 1
+    fi
+    if ((SECONDS >= deadline)); then
+      say "$id (pid $pid, port $(server_port "$id")) did not answer within ${ready_deadline_seconds}s"
+      show_log_tail "$id"
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+# Waits for every server in `ids`, which were launched together; returns like wait_until_answers,
+# the worst outcome winning.
+wait_until_all_answer() {
+  local id status worst=0
+  for id in "$@"; do
+    status=0
+    wait_until_answers "$id" || status=$?
+    if ((status == 1 || (status == 2 && worst == 0))); then worst=$status; fi
+  done
+  return "$worst"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Launching. Servers get no terminal, no inherited pipe (a CTest fixture would otherwise wait for
+# them to exit) and not the state lock (fd 9).
+
+launch_redis() {
+  local id=$1 dir port
+  dir=$(server_dir "$id")
+  port=$(server_port "$id")
+  setsid redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$dir" \
+    --daemonize no </dev/null >>"$dir/server.log" 2>&1 9>&- &
+  echo $! >"$dir/pid"
+}
+
+run_as_postgres=()
+if ((EUID == 0)); then
+  run_as_postgres=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+fi
+
+postgres_socket_dir() { cat "$(server_dir postgres)/socket_dir"; }
+
+launch_postgres() {
+  local dir
+  dir=$(server_dir postgres)
+  setsid "${run_as_postgres[@]}" "$postgres_bin/postgres" -D "$dir/data" \
+    </dev/null >>"$dir/server.log" 2>&1 9>&- &
+  echo $! >"$dir/pid"
+}
+
+zookeeper_classpath() {
+  local jar=/usr/share/java/zookeeper.jar
+  [[ -r $jar ]] || die "$jar not found: apt-get install zookeeper (or scripts/setup-debian.sh --servers)"
+  # Debian's zookeeper.jar names its dependencies in its manifest's Class-Path; slf4j-simple gives
+  # the server a log on stderr (which goes to server.log) without a log4j configuration.
+  local classpath=$jar
+  [[ -r /usr/share/java/slf4j-simple.jar ]] && classpath+=:/usr/share/java/slf4j-simple.jar
+  echo "$classpath"
+}
+
+launch_zookeeper() {
+  local id=$1 dir
+  dir=$(server_dir "$id")
+  # A small heap, serial GC and the client compiler keep four JVMs quick to start on two cores.
+  setsid java -Xms16m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
+    -Djava.net.preferIPv4Stack=true -Dzookeeper.admin.enableServer=false \
+    -Dzookeeper.jmx.log4j.disable=true -Dorg.slf4j.simpleLogger.showDateTime=true \
+    -cp "$(zookeeper_classpath)" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
+    </dev/null >>"$dir/server.log" 2>&1 9>&- &
+  echo $! >"$dir/pid"
+}
+
+launch_server() {
+  stat -c %s "$(server_log "$1")" >"$(server_dir "$1")/log_offset" 2>/dev/null ||
+    echo 0 >"$(server_dir "$1")/log_offset"
+  case "$(group_of "$1")" in
+    redis) launch_redis "$1" ;;
+    postgres) launch_postgres ;;
+    zookeeper) launch_zookeeper "$1" ;;
+  esac
+}
+
+# ---------------------------------------------------------------------------------------------
+# Preparing fresh servers: directories, ports, configuration
+
+# Picks the ports of every server of a group. The main process does this for all groups before
+# they start in parallel, so that two groups never pick the same port.
+assign_ports() {
+  local id dir
+  for id in $(group_members "$1"); do
+    dir=$(server_dir "$id")
+    mkdir -p "$dir"
+    pick_free_port
+    echo "$free_port" >"$dir/port"
+    if is_ensemble_member "$id"; then
+      pick_free_port
+      echo "$free_port" >"$dir/quorum_port"
+      pick_free_port
+      echo "$free_port" >"$dir/election_port"
+    fi
+  done
+}
+
+write_postgres_settings() {
+  cat >"$(server_dir postgres)/data/dlock-test.conf" <<EOF
+# Written by scripts/test-servers.sh: a throwaway cluster, so durability is traded for speed.
+listen_addresses = '127.0.0.1'
+port = $(server_port postgres)
+unix_socket_directories = '$(postgres_socket_dir)'
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+max_connections = 200
+max_locks_per_transaction = 256
+shared_buffers = 32MB
+EOF
+}
+
+init_postgres_cluster() {
+  local dir socket_dir
+  dir=$(server_dir postgres)
+  # A Unix socket path is limited to 107 bytes; a deep state directory gets a short socket
+  # directory under $TMPDIR instead.
+  socket_dir=$dir/socket
+  if ((${#socket_dir} > 80)); then
+    socket_dir=$(mktemp -d "${TMPDIR:-/tmp}/dlock-pg.XXXXXX")
+  fi
+  mkdir -p "$socket_dir"
+  echo "$socket_dir" >"$dir/socket_dir"
+  if ((EUID == 0)); then
+    chown postgres:postgres "$dir" "$socket_dir"
+    if ! "${run_as_postgres[@]}" test -w "$dir"; then
+      say "user postgres cannot write $dir: every parent directory of the state directory must be searchable by others (chmod o+x)"
+      return 1
+    fi
+  fi
+  if ! "${run_as_postgres[@]}" "$postgres_bin/initdb" -D "$dir/data" -A trust -U postgres \
+    -E UTF8 --locale=C --no-sync >"$dir/initdb.log" 2>&1; then
+    say "initdb failed"
+    tail -n 20 "$dir/initdb.log" | sed 's/^/  initdb| /' >&2
+    return 1
+  fi
+  echo "include 'dlock-test.conf'" >>"$dir/data/postgresql.conf"
+}
+
+superuser_psql() {
+  "$postgres_bin/psql" -X -q -At -h "$(postgres_socket_dir)" -p "$(server_port postgres)" \
+    -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"
+}
+
+# Creates role dlock and database dlock_test once the fresh cluster accepts connections. Succeeds
+# without doing so when the server died or hangs: wait_until_answers then says why.
+create_postgres_test_database() {
+  local deadline=$((SECONDS + ready_deadline_seconds))
+  until "$postgres_bin/pg_isready" -q -h "$(postgres_socket_dir)" -p "$(server_port postgres)"; do
+    process_alive "$(recorded_pid postgres)" || return 0
+    ((SECONDS < deadline)) || return 0
+    sleep 0.1
+  done
+  superuser_psql >>"$(server_log postgres)" 2>&1 <<'EOF' && return 0
+select 'create role dlock login password ''dlock'''
+  where not exists (select from pg_roles where rolname = 'dlock') \gexec
+select 'create database dlock_test owner dlock'
+  where not exists (select from pg_database where datname = 'dlock_test') \gexec
+EOF
+  say "creating role dlock and database dlock_test failed"
+  show_log_tail postgres
+  return 1
+}
+
+write_zookeeper_config() {
+  local id=$1 dir member
+  dir=$(server_dir "$id")
+  mkdir -p "$dir/data"
+  {
+    echo "# Written by scripts/test-servers.sh."
+    echo "dataDir=$dir/data"
+    echo "clientPort=$(server_port "$id")"
+    echo "clientPortAddress=127.0.0.1"
+    # Short ticks make elections and session expiry quick; the session bounds stay usable.
+    echo "tickTime=500"
+    echo "initLimit=20"
+    echo "syncLimit=10"
+    echo "minSessionTimeout=1000"
+    echo "maxSessionTimeout=60000"
+    echo "maxClientCnxns=0"
+    echo "forceSync=no"
+    echo "preAllocSize=4096"
+    echo "admin.enableServer=false"
+    echo "4lw.commands.whitelist=*"
+    if is_ensemble_member "$id"; then
+      echo "quorumListenOnAllIPs=false"
+      for member in zk1 zk2 zk3; do
+        echo "server.${member#zk}=127.0.0.1:$(cat "$(server_dir "$member")/quorum_port"):$(cat "$(server_dir "$member")/election_port")"
+      done
+    fi
+  } >"$dir/zoo.cfg"
+  if is_ensemble_member "$id"; then
+    echo "${id#zk}" >"$dir/data/myid"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# Groups
+
+group_env_file() { echo "$state_dir/$1.env"; }
+group_owner_file() { echo "$state_dir/$1.owner"; }
+
+write_group_env() {
+  local group=$1 ports=()
+  case "$group" in
+    redis)
+      ports=("$(server_port redlock1)" "$(server_port redlock2)" "$(server_port redlock3)")
+      printf 'export DLOCK_TEST_REDIS=redis://127.0.0.1:%s\n' "$(server_port redis)"
+      printf 'export DLOCK_TEST_REDLOCK=redis://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      ;;
+    postgres)
+      printf 'export DLOCK_TEST_POSTGRES=postgres://dlock:dlock@127.0.0.1:%s/dlock_test\n' \
+        "$(server_port postgres)"
+      ;;
+    zookeeper)
+      ports=("$(server_port zk1)" "$(server_port zk2)" "$(server_port zk3)")
+      printf 'export DLOCK_TEST_ZOOKEEPER=zookeeper://127.0.0.1:%s\n' "$(server_port zookeeper)"
+      printf 'export DLOCK_TEST_ZOOKEEPER_ENSEMBLE=zookeeper://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      ;;
+  esac >"$(group_env_file "$group").tmp"
+  mv "$(group_env_file "$group").tmp" "$(group_env_file "$group")"
+}
+
+endpoints_file() { echo "$state_dir/endpoints.env"; }
+
+# endpoints.env holds the lines of every group that runs, so that groups started by separate
+# commands (one CTest fixture per backend) share one file.
+write_endpoints_file() {
+  local group files=()
+  for group in "${all_groups[@]}"; do
+    [[ -f "$(group_env_file "$group")" ]] && files+=("$(group_env_file "$group")")
+  done
+  if ((${#files[@]} == 0)); then
+    rm -f "$(endpoints_file)"
+    return
+  fi
+  {
+    echo "# dlock test servers in $state_dir (scripts/test-servers.sh); source this file."
+    cat "${files[@]}"
+  } >"$(endpoints_file).tmp"
+  mv "$(endpoints_file).tmp" "$(endpoints_file)"
+}
+
+group_healthy() {
+  local id
+  [[ -f "$(group_env_file "$1")" ]] || return 1
+  for id in $(group_members "$1"); do
+    server_healthy "$id" || return 1
+  done
+}
+
+group_recorded() {
+  local id
+  for id in $(group_members "$1"); do
+    [[ -d "$(server_dir "$id")" ]] && return 0
+  done
+  [[ -f "$(group_env_file "$1")" ]]
+}
+
+# Stops the servers `ids` concurrently (a JVM takes a while to exit); fails if any survived.
+stop_servers() {
+  local id jobs=() job failed=0
+  for id in "$@"; do
+    stop_server "$id" &
+    jobs+=($!)
+  done
+  for job in "${jobs[@]}"; do
+    wait "$job" || failed=1
+  done
+  return "$failed"
+}
+
+remove_group() {
+  local group=$1 id socket_dir
+  # shellcheck disable=SC2046 # the member list is meant to split
+  stop_servers $(group_members "$group") || die "$group: could not stop every server"
+  if [[ $group == postgres && -f "$(server_dir postgres)/socket_dir" ]]; then
+    socket_dir=$(postgres_socket_dir)
+    [[ $socket_dir == "$(server_dir postgres)/socket" ]] || rm -rf "$socket_dir"
+  fi
+  for id in $(group_members "$group"); do
+    rm -rf "$(server_dir "$id")"
+  done
+  rm -f "$(group_env_file "$group")" "$(group_owner_file "$group")"
+}
+
+# Starts every server of `group` from scratch on the ports assign_ports picked; when a port was
+# taken between the pick and the bind, starts them again on new ports.
+start_group_fresh() {
+  local group=$1 attempt status id ids
+  read -r -a ids <<<"$(group_members "$group")"
+  if [[ $group == postgres ]]; then
+    init_postgres_cluster || return 1
+  fi
+  for ((attempt = 1; attempt <= port_attempts; attempt++)); do
+    if ((attempt > 1)); then
+      assign_ports "$group"
+    fi
+    if [[ $group == postgres ]]; then
+      write_postgres_settings
+    fi
+    for id in "${ids[@]}"; do
+      if [[ $group == zookeeper ]]; then
+        write_zookeeper_config "$id"
+      fi
+      launch_server "$id"
+    done
+    status=0
+    if [[ $group == postgres ]]; then
+      create_postgres_test_database || status=1
+    fi
+    if ((status == 0)); then
+      wait_until_all_answer "${ids[@]}" || status=$?
+    fi
+    if ((status == 0)); then
+      return 0
+    fi
+    stop_servers "${ids[@]}" || return 1
+    ((status == 2)) || return 1
+    say "$group: trying other ports"
+  done
+  say "$group: gave up after $port_attempts attempts to find free ports"
+  return 1
+}
+
+# Runs as a background job per group.
+start_group() {
+  local group=$1 owner=$2 started
+  started=$(milliseconds_now)
+  if ! start_group_fresh "$group"; then
+    say "$group: failed to start; see above"
+    remove_group "$group"
+    return 1
+  fi
+  echo "$owner" >"$(group_owner_file "$group")"
+  write_group_env "$group"
+  say "$group: up in $(seconds_since "$started")s"
+}
+
+check_group_prerequisites() {
+  case "$1" in
+    redis)
+      if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+        die "redis-server or redis-cli not found: apt-get install redis-server redis-tools (or scripts/setup-debian.sh --servers)"
+      fi
+      ;;
+    postgres)
+      [[ -x $postgres_bin/postgres && -x $postgres_bin/psql ]] ||
+        die "PostgreSQL 15 not found in $postgres_bin: apt-get install postgresql-15 (or scripts/setup-debian.sh --servers)"
+      if ((EUID == 0)); then
+        id postgres >/dev/null 2>&1 || die "system user postgres not found: apt-get install postgresql-15"
+      fi
+      ;;
+    zookeeper)
+      command -v java >/dev/null || die "java not found: apt-get install default-jre-headless"
+      zookeeper_classpath >/dev/null
+      ;;
+  esac
+}
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+
+parse_owner_and_groups() {
+  owner=""
+  groups=()
+  while (($#)); do
+    case "$1" in
+      --owner)
+        (($# >= 2)) || die "--owner needs a name"
+        owner=$2
+        shift 2
+        ;;
+      --owner=*)
+        owner=${1#--owner=}
+        shift
+        ;;
+      *)
+        require_group "$1"
+        groups+=("$1")
+        shift
+        ;;
+    esac
+  done
+  ((${#groups[@]})) || groups=("${all_groups[@]}")
+}
+
+command_start() {
+  local owner groups group to_start=() jobs=() failed=() index
+  parse_owner_and_groups "$@"
+  owner=${owner:-manual}
+  for group in "${groups[@]}"; do
+    check_group_prerequisites "$group"
+  done
+  take_state_lock
+  # A healthy group is reused, so that CTest's fixtures and servers a developer keeps up share
+  # them; whatever is left of a broken one (a crashed run, a killed server) is replaced.
+  for group in "${groups[@]}"; do
+    if group_healthy "$group"; then
+      say "$group: already running, reusing it (owner: $(cat "$(group_owner_file "$group")" 2>/dev/null || echo unknown))"
+      continue
+    fi
+    if group_recorded "$group"; then
+      say "$group: removing what is left of an earlier run"
+      remove_group "$group"
+    fi
+    assign_ports "$group"
+    to_start+=("$group")
+  done
+  for group in "${to_start[@]}"; do
+    start_group "$group" "$owner" &
+    jobs+=($!)
+  done
+  for index in "${!jobs[@]}"; do
+    wait "${jobs[$index]}" || failed+=("${to_start[$index]}")
+  done
+  write_endpoints_file
+  if ((${#failed[@]})); then
+    die "failed to start: ${failed[*]} (state directory $state_dir)"
+  fi
+  cat "$(endpoints_file)"
+}
+
+command_stop() {
+  local owner groups group recorded_owner
+  parse_owner_and_groups "$@"
+  take_state_lock
+  for group in "${groups[@]}"; do
+    group_recorded "$group" || continue
+    recorded_owner=$(cat "$(group_owner_file "$group")" 2>/dev/null || true)
+    if [[ -n $owner && -n $recorded_owner && $recorded_owner != "$owner" ]]; then
+      say "$group: left running, it was started by '$recorded_owner', not '$owner'"
+      continue
+    fi
+    remove_group "$group"
+    say "$group: stopped"
+  done
+  write_endpoints_file
+}
+
+command_status() {
+  local group id pid state all_up=true any=false
+  for group in "${all_groups[@]}"; do
+    group_recorded "$group" || continue
+    any=true
+    for id in $(group_members "$group"); do
+      if pid=$(running_pid "$id"); then
+        if [[ $(process_state "$pid") == T ]]; then
+          state=paused
+        elif server_answers "$id"; then
+          state=up
+        else
+          state="running, not answering"
+          all_up=false
+        fi
+      else
+        pid=-
+        state=down
+        all_up=false
+      fi
+      printf '%-10s port %-6s pid %-8s %-24s owner %s\n' "$id" "$(server_port "$id" || echo -)" \
+        "$pid" "$state" "$(cat "$(group_owner_file "$group")" 2>/dev/null || echo -)"
+    done
+  done
+  if ! $any; then
+    say "no servers recorded in $state_dir"
+    return 3
+  fi
+  $all_up || return 3
+}
+
+command_env() {
+  [[ -f "$(endpoints_file)" ]] || die "no servers running in $state_dir; run: $0 --state-dir $state_dir start"
+  cat "$(endpoints_file)"
+}
+
+require_running() {
+  running_pid "$1" || die "$1 is not running in $state_dir (status: $0 --state-dir $state_dir status)"
+}
+
+command_pause() {
+  local pid
+  pid=$(require_running "$1")
+  signal_server STOP "$pid"
+  say "paused $1 (pid $pid)"
+}
+
+command_resume() {
+  local pid
+  pid=$(require_running "$1")
+  signal_server CONT "$pid"
+  say "resumed $1 (pid $pid)"
+}
+
+command_kill() {
+  local pid
+  pid=$(require_running "$1")
+  signal_server KILL "$pid"
+  wait_process_group_gone "$pid" 10 || die "$1 (pid $pid) survived SIGKILL"
+  rm -f "$(server_dir "$1")/pid"
+  say "killed $1 (pid $pid)"
+}
+
+command_shutdown() {
+  local pid
+  pid=$(require_running "$1")
+  stop_server "$1"
+  say "shut down $1 (was pid $pid)"
+}
+
+command_restart() {
+  local id=$1
+  [[ -f "$(server_dir "$id")/port" ]] || die "$id was never started in $state_dir"
+  stop_server "$id"
+  launch_server "$id"
+  local status=0
+  wait_until_answers "$id" || status=$?
+  if ((status == 2)); then
+    die "$id: another process took port $(server_port "$id") while $id was down; it cannot come back on the same port"
+  elif ((status != 0)); then
+    die "$id did not come back after restart"
+  fi
+  say "restarted $id (pid $(recorded_pid "$id"), port $(server_port "$id"))"
+}
+
+# Prints the ids (first word) of the lines "ID NAME" on stdin whose NAME matches the glob.
+ids_with_name_matching() {
+  local glob=$1 client_id name
+  while read -r client_id name; do
+    # shellcheck disable=SC2053 # the glob is meant to match
+    if [[ $name == $glob ]]; then
+      echo "$client_id"
+    fi
+  done
+}
+
+command_kill_connections() {
+  local id=$1 glob=${2:-*} port ids id_list killed
+  require_running "$id" >/dev/null
+  port=$(server_port "$id")
+  case "$(group_of "$id")" in
+    redis)
+      # CLIENT LIST runs on its own connection, which is closed before the kills.
+      ids=$(timeout 5 redis-cli -h 127.0.0.1 -p "$port" CLIENT LIST |
+        sed -n 's/^id=\([0-9]*\) .* name=\([^ ]*\) .*/\1 \2/p' | ids_with_name_matching "$glob")
+      killed=0
+      if [[ -n $ids ]]; then
+        mapfile -t id_list <<<"$ids"
+        killed=$(printf 'CLIENT KILL ID %s\n' "${id_list[@]}" | timeout 5 redis-cli -h 127.0.0.1 -p "$port" |
+          awk '{ total += $1 } END { print total + 0 }')
+      fi
+      ;;
+    postgres)
+      ids=$(superuser_psql -F ' ' -c \
+        "select pid, application_name from pg_stat_activity where datname = 'dlock_test' and pid <> pg_backend_pid()" |
+        ids_with_name_matching "$glob")
+      killed=0
+      if [[ -n $ids ]]; then
+        # With a timeout, pg_terminate_backend waits until the backend has exited.
+        killed=$(superuser_psql -c \
+          "select count(*) filter (where pg_terminate_backend(pid, 5000)) from unnest('{${ids//$'\n'/,}}'::int[]) as pid")
+      fi
+      ;;
+    zookeeper) die "kill-connections is not available for ZooKeeper; use pause, restart or kill" ;;
+  esac
+  say "ended $killed connection(s) to $id matching '$glob'"
+}
+
+take_state_lock() {
+  exec 9>"$state_dir/.lock"
+  flock -w "$lock_deadline_seconds" 9 ||
+    die "another test-servers.sh holds $state_dir/.lock for over ${lock_deadline_seconds}s"
+}
+
+# ---------------------------------------------------------------------------------------------
+
+state_dir=""
+default_state_dir=${TMPDIR:-/tmp}/dlock-test-servers-$UID
+while (($#)); do
+  case "$1" in
+    --state-dir | --default-state-dir)
+      (($# >= 2)) || die "$1 needs a directory"
+      if [[ $1 == --state-dir ]]; then state_dir=$2; else default_state_dir=$2; fi
+      shift 2
+      ;;
+    -h | --help | help)
+      usage
+      exit 0
+      ;;
+    *) break ;;
+  esac
+done
+(($#)) || {
+  usage >&2
+  exit 64
+}
+command=$1
+shift
+
+# An explicit directory wins over the environment, which wins over a caller's default (CTest's).
+state_dir=${state_dir:-${DLOCK_TEST_STATE_DIR:-$default_state_dir}}
+mkdir -p "$state_dir"
+state_dir=$(cd "$state_dir" && pwd)
+# PostgreSQL runs as user postgres and needs to reach its directory inside.
+chmod 755 "$state_dir"
+
+case "$command" in
+  start) command_start "$@" ;;
+  stop) command_stop "$@" ;;
+  status)
+    status=0
+    command_status || status=$?
+    exit "$status"
+    ;;
+  env) command_env ;;
+  pause | resume | restart | shutdown | kill | kill-connections)
+    (($# >= 1)) || die "$command needs a server id (see: $0 help)"
+    require_server_id "$1"
+    take_state_lock
+    "command_${command//-/_}" "$@"
+    ;;
+  *)
+    say "unknown command '$command'"
+    usage >&2
+    exit 64
+    ;;
+esac

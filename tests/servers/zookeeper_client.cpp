@@ -1,0 +1,105 @@
+#include "zookeeper_client.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include <stdexcept>
+
+#include "support.hpp"
+
+namespace support {
+
+namespace {
+
+void ignore_events(zhandle_t*, int, int, const char*, void*) {}
+
+// Closes a file descriptor on scope exit.
+struct socket_guard {
+  int fd;
+  ~socket_guard() { ::close(fd); }
+};
+
+}  // namespace
+
+std::string zookeeper_hosts(std::string_view url) {
+  std::string hosts;
+  for (const auto& at : endpoint_hosts(url)) {
+    hosts += (hosts.empty() ? "" : ",") + at.host + ":" + std::to_string(at.port);
+  }
+  return hosts;
+}
+
+void zookeeper_session::handle_deleter::operator()(zhandle_t* handle) const {
+  zookeeper_close(handle);
+}
+
+zookeeper_session::zookeeper_session(const std::string& hosts, std::chrono::milliseconds timeout) {
+  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+  handle_.reset(zookeeper_init(hosts.c_str(), &ignore_events, 4000, nullptr, nullptr, 0));
+  if (!handle_) throw std::runtime_error("zookeeper " + hosts + ": zookeeper_init failed");
+  if (!wait_until([&] { return zoo_state(handle_.get()) == ZOO_CONNECTED_STATE; }, timeout)) {
+    throw std::runtime_error("zookeeper " + hosts + ": no session within " +
+                             std::to_string(timeout.count()) + " ms");
+  }
+}
+
+zookeeper_session::~zookeeper_session() = default;
+
+int zookeeper_session::create_and_delete(const std::string& path) {
+  char created[1024];
+  int rc = zoo_create(handle_.get(), path.c_str(), "dlock", 5, &ZOO_OPEN_ACL_UNSAFE, 0, created,
+                      sizeof created);
+  if (rc != ZOK) return rc;
+  Stat stat;
+  if ((rc = zoo_exists(handle_.get(), path.c_str(), 0, &stat)) != ZOK) return rc;
+  if ((rc = zoo_delete(handle_.get(), path.c_str(), -1)) != ZOK) return rc;
+  rc = zoo_exists(handle_.get(), path.c_str(), 0, &stat);
+  return rc == ZNONODE ? ZOK : (rc == ZOK ? ZNODEEXISTS : rc);
+}
+
+std::optional<std::string> zookeeper_four_letter_word(int port, std::string_view word,
+                                                      std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  socket_guard socket{::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  if (socket.fd < 0) return std::nullopt;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  // A connect to loopback completes at once, even to a paused server (the kernel accepts).
+  if (::connect(socket.fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    return std::nullopt;
+  }
+  if (::send(socket.fd, word.data(), word.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(word.size())) {
+    return std::nullopt;
+  }
+  std::string reply;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    pollfd readable{socket.fd, POLLIN, 0};
+    if (::poll(&readable, 1, static_cast<int>(left.count())) <= 0) continue;
+    char chunk[4096];
+    const ssize_t got = ::recv(socket.fd, chunk, sizeof chunk, 0);
+    if (got < 0) return std::nullopt;
+    if (got == 0) return reply;
+    reply.append(chunk, static_cast<std::size_t>(got));
+  }
+}
+
+std::string zookeeper_mode(int port, std::chrono::milliseconds timeout) {
+  const auto reply = zookeeper_four_letter_word(port, "srvr", timeout);
+  if (!reply) return "";
+  const auto start = reply->find("Mode: ");
+  if (start == std::string::npos) return "";
+  const auto value = start + 6;
+  return reply->substr(value, reply->find('\n', value) - value);
+}
+
+}  // namespace support

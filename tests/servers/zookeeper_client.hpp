@@ -1,0 +1,50 @@
+// A ZooKeeper session over the C client, and the four-letter-word probe, for the test-server
+// tests.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "test_servers.hpp"
+
+typedef struct _zhandle zhandle_t;
+
+namespace support {
+
+/// "127.0.0.1:2181,127.0.0.1:2182": the connect string of the C client for an endpoint URL.
+std::string zookeeper_hosts(std::string_view url);
+
+class zookeeper_session {
+ public:
+  /// Opens a session to `hosts` and waits until it is connected. Throws std::runtime_error
+  /// naming the hosts when that does not happen within `timeout`.
+  explicit zookeeper_session(const std::string& hosts,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  ~zookeeper_session();
+  zookeeper_session(const zookeeper_session&) = delete;
+  zookeeper_session& operator=(const zookeeper_session&) = delete;
+
+  /// Creates the persistent node `path`, checks it exists, deletes it and checks it is gone.
+  /// Returns the first ZooKeeper error code other than ZOK, or ZOK (0) when every step worked.
+  int create_and_delete(const std::string& path);
+
+ private:
+  struct handle_deleter {
+    void operator()(zhandle_t* handle) const;
+  };
+  std::unique_ptr<zhandle_t, handle_deleter> handle_;
+};
+
+/// Sends a four-letter word ("srvr") to 127.0.0.1:`port`; returns the whole reply, or nullopt
+/// when the server does not answer within `timeout`.
+std::optional<std::string> zookeeper_four_letter_word(int port, std::string_view word,
+                                                      std::chrono::milliseconds timeout);
+
+/// The "Mode:" of the server at `port` ("standalone", "leader", "follower"), or "" when it does
+/// not answer `srvr` within `timeout` or does not serve.
+std::string zookeeper_mode(int port, std::chrono::milliseconds timeout = std::chrono::seconds(1));
+
+}  // namespace support
