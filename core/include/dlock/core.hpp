@@ -2,6 +2,7 @@
 // Services that take a provider by injection need only this header.
 #pragma once
 
+#include <dlock/core/acquire_all.hpp>
 #include <dlock/core/distributed_lock.hpp>
 #include <dlock/core/distributed_reader_writer_lock.hpp>
 #include <dlock/core/distributed_semaphore.hpp>

@@ -87,6 +87,7 @@ class distributed_lock {
 
  private:
   friend class provider;
+  friend class lock_request;
   explicit distributed_lock(detail::lock_target target) : target_(std::move(target)) {}
   detail::lock_target target_;
 };

@@ -90,6 +90,7 @@ class distributed_reader_writer_lock {
 
  private:
   friend class provider;
+  friend class lock_request;
   explicit distributed_reader_writer_lock(detail::lock_target target)
       : target_(std::move(target)) {}
   detail::lock_target target_;

@@ -63,6 +63,7 @@ class distributed_semaphore {
 
  private:
   friend class provider;
+  friend class lock_request;
   explicit distributed_semaphore(detail::lock_target target) : target_(std::move(target)) {}
   detail::lock_target target_;
 };
