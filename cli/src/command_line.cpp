@@ -30,6 +30,8 @@ const char* const help_text =
     "                           exit with CODE when the lock was not obtained (default 1)\n"
     "      --kill-grace SECONDS after the lock is lost, wait this long between SIGTERM and\n"
     "                           SIGKILL to the command's process group (default 10)\n"
+    "      --max-hold SECONDS   treat the lock as lost once held this long: the command is\n"
+    "                           terminated as for any loss (default: none)\n"
     "  -v, --verbose            report acquire, fencing token and release on stderr\n"
     "  -h, --help               print this help\n"
     "  -V, --version            print the version\n"
@@ -146,6 +148,8 @@ command_line parse_command_line(const std::vector<std::string>& args,
       result.conflict_exit_code = static_cast<int>(parse_integer(option, value(), 0, 255));
     } else if (option == "--kill-grace") {
       result.kill_grace = parse_seconds(option, value());
+    } else if (option == "--max-hold") {
+      result.max_hold = parse_seconds(option, value());
     } else if (option == "-v" || option == "--verbose") {
       no_value();
       result.verbose = true;

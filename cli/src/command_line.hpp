@@ -21,6 +21,8 @@ struct command_line {
   std::optional<std::chrono::nanoseconds> wait;
   int conflict_exit_code = 1;
   std::chrono::nanoseconds kill_grace = std::chrono::seconds(10);
+  /// nullopt: the provider's default (none unless the URL says max_hold=).
+  std::optional<std::chrono::nanoseconds> max_hold;
   bool verbose = false;
   bool help = false;
   bool version = false;

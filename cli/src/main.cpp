@@ -146,20 +146,21 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   std::stop_source stop;
   auto result = std::make_shared<acquire_result>();
   const std::chrono::nanoseconds timeout = args.wait.value_or(dlock::forever);
+  auto limited = [&](auto lock) { return args.max_hold ? lock.with_max_hold(*args.max_hold) : lock; };
   switch (args.kind) {
     case lock_kind::exclusive: {
-      auto lock = provider->create_lock(args.name);
+      auto lock = limited(provider->create_lock(args.name));
       start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
       break;
     }
     case lock_kind::shared:
     case lock_kind::write: {
-      auto lock = provider->create_reader_writer_lock(args.name);
+      auto lock = limited(provider->create_reader_writer_lock(args.name));
       start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
       break;
     }
     case lock_kind::semaphore: {
-      auto lock = provider->create_semaphore(args.name, args.semaphore_count);
+      auto lock = limited(provider->create_semaphore(args.name, args.semaphore_count));
       start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
       break;
     }
@@ -206,6 +207,7 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
     return args.conflict_exit_code;
   }
 
+  const auto granted_at = clock_type::now();
   const std::uint64_t token = handle->fencing_token();
   if (args.verbose) {
     const auto waited = std::chrono::duration<double, std::milli>(clock_type::now() - started);
@@ -251,8 +253,11 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
     if ((running[1].revents & POLLIN) && !lost) {
       drain(lost_event->get());
       lost = true;
+      const bool held_too_long =
+          args.max_hold && clock_type::now() - granted_at >= *args.max_hold;
       std::cerr << "dlock: lost " << kind_word(args.kind) << " '" << args.name << "' at "
-                << where << "; terminating the command (SIGTERM, SIGKILL after "
+                << where << (held_too_long ? " (held longer than --max-hold)" : "")
+                << "; terminating the command (SIGTERM, SIGKILL after "
                 << std::chrono::duration<double>(args.kill_grace).count() << " s)\n";
       child->signal_group(SIGTERM);
       child->signal_group(SIGCONT);  // a stopped process would not see the SIGTERM

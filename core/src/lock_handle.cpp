@@ -1,5 +1,7 @@
 #include <dlock/core/lock_handle.hpp>
 
+#include <utility>
+
 #include <boost/asio/post.hpp>
 
 #include "lock_service.hpp"
@@ -45,6 +47,13 @@ void lock_handle::release() {
   {
     std::lock_guard lock(state->callbacks_mutex);
     state->on_lost_callbacks.clear();
+  }
+  if (state->limit) {
+    std::lock_guard lock(state->limit->mutex);
+    state->limit->timer.cancel();
+    // Null when the hold limit released it already.
+    if (auto* granted = std::exchange(state->limit->granted, nullptr)) granted->release();
+    return;
   }
   state->granted->release();
 }

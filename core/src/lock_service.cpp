@@ -132,11 +132,44 @@ acquire_request request_for(const lock_target& target, lock_mode mode) {
   return request;
 }
 
+// At the deadline: tell the holder first (lost), then free the lock for the others.
+void enforce_hold_limit(const std::weak_ptr<hold_limit>& weak_limit,
+                        const std::weak_ptr<lock_service>& weak_service) {
+  auto limit = weak_limit.lock();
+  if (!limit) return;
+  std::stop_source lost;
+  {
+    std::lock_guard lock(limit->mutex);
+    if (!limit->granted) return;
+    lost = limit->granted->lost_signal();
+  }
+  lost.request_stop();  // outside the mutex: a stop_callback may release the handle at once
+  std::lock_guard lock(limit->mutex);
+  if (!limit->granted) return;
+  lease* expired = std::exchange(limit->granted, nullptr);
+  try {
+    expired->release();
+  } catch (...) {
+    if (auto service = weak_service.lock()) service->report(std::current_exception());
+  }
+}
+
 lock_handle handle_for(const lock_target& target, std::unique_ptr<lease> granted) {
   auto state = std::make_unique<held_lock>();
   state->service = target.service;
   state->granted = std::move(granted);
   state->name = target.name;
+  if (target.max_hold > std::chrono::nanoseconds::zero()) {
+    auto limit = std::make_shared<hold_limit>(target.service->backend().executor());
+    limit->granted = state->granted.get();
+    limit->timer.expires_after(target.max_hold);
+    limit->timer.async_wait([weak_limit = std::weak_ptr<hold_limit>(limit),
+                             weak_service = std::weak_ptr<lock_service>(target.service)](
+                                boost::system::error_code ec) {
+      if (!ec) enforce_hold_limit(weak_limit, weak_service);
+    });
+    state->limit = std::move(limit);
+  }
   return handle_access::make(std::move(state));
 }
 
@@ -300,6 +333,15 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
   ending ending_ = ending::none;
   bool holds_gate_ = false;
 };
+
+lock_target with_max_hold(lock_target target, std::chrono::nanoseconds max_hold) {
+  if (max_hold < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: negative max_hold for lock '" +
+                                naming::quote_for_message(target.name) + "'");
+  }
+  target.max_hold = max_hold;
+  return target;
+}
 
 void check_timeout(const lock_target& target, std::chrono::nanoseconds timeout) {
   if (timeout < std::chrono::nanoseconds::zero()) {

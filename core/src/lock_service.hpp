@@ -1,6 +1,9 @@
 // Private to core: the per-provider state that every lock, operation and handle shares.
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -10,6 +13,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include <boost/asio/steady_timer.hpp>
 
 #include <dlock/core/backend.hpp>
 #include <dlock/core/lease.hpp>
@@ -33,6 +38,13 @@ class lock_service {
   /// Reports an error that has no caller; never throws.
   void report(std::exception_ptr error) noexcept;
 
+  std::chrono::nanoseconds default_max_hold() const noexcept {
+    return std::chrono::nanoseconds(default_max_hold_.load(std::memory_order_relaxed));
+  }
+  void set_default_max_hold(std::chrono::nanoseconds limit) noexcept {
+    default_max_hold_.store(limit.count(), std::memory_order_relaxed);
+  }
+
   /// "file /var/lock/app": the backend and endpoint for messages.
   std::string describe() const;
 
@@ -49,9 +61,19 @@ class lock_service {
  private:
   std::shared_ptr<dlock::backend> backend_;
   error_handler on_error_;
+  std::atomic<std::int64_t> default_max_hold_{0};
   std::mutex gates_mutex_;
   // A key is present while its gate is held; the deque holds the ops waiting for it.
   std::unordered_map<std::string, std::deque<std::shared_ptr<acquire_op>>> gates_;
+};
+
+/// The timer of a grant with a maximum hold time, and who releases the lease: the handle or
+/// the timer, whichever comes first; `granted` is null once one of them has.
+struct hold_limit {
+  explicit hold_limit(const boost::asio::any_io_executor& executor) : timer(executor) {}
+  std::mutex mutex;
+  lease* granted = nullptr;
+  boost::asio::steady_timer timer;
 };
 
 /// What a non-empty lock_handle owns.
@@ -60,6 +82,7 @@ struct held_lock {
 
   std::shared_ptr<lock_service> service;
   std::unique_ptr<lease> granted;
+  std::shared_ptr<hold_limit> limit;  // null without a maximum hold time
   std::string name;
   std::mutex callbacks_mutex;
   std::vector<std::unique_ptr<lost_callback>> on_lost_callbacks;

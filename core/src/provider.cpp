@@ -13,13 +13,15 @@ provider::provider(std::shared_ptr<backend> backend, error_handler on_error)
 
 distributed_lock provider::create_lock(std::string_view name) {
   naming::validate_name(name);
-  return distributed_lock(detail::lock_target{service_, primitive::lock, std::string(name), 1});
+  return distributed_lock(
+      detail::lock_target{service_, primitive::lock, std::string(name), 1, service_->default_max_hold()});
 }
 
 distributed_reader_writer_lock provider::create_reader_writer_lock(std::string_view name) {
   naming::validate_name(name);
   return distributed_reader_writer_lock(
-      detail::lock_target{service_, primitive::reader_writer_lock, std::string(name), 1});
+      detail::lock_target{service_, primitive::reader_writer_lock, std::string(name), 1,
+                          service_->default_max_hold()});
 }
 
 distributed_semaphore provider::create_semaphore(std::string_view name, std::uint32_t max_count) {
@@ -29,7 +31,15 @@ distributed_semaphore provider::create_semaphore(std::string_view name, std::uin
                                 naming::quote_for_message(name) + "' must be at least 1");
   }
   return distributed_semaphore(
-      detail::lock_target{service_, primitive::semaphore, std::string(name), max_count});
+      detail::lock_target{service_, primitive::semaphore, std::string(name), max_count,
+                          service_->default_max_hold()});
+}
+
+void provider::set_default_max_hold(std::chrono::nanoseconds limit) {
+  if (limit < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: negative default max_hold");
+  }
+  service_->set_default_max_hold(limit);
 }
 
 std::string_view provider::scheme() const noexcept { return service_->backend().scheme(); }

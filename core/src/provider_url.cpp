@@ -1,5 +1,7 @@
 #include <dlock/core/provider_url.hpp>
 
+#include <dlock/core/provider.hpp>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -256,7 +258,12 @@ std::shared_ptr<provider> create_registered_provider(std::string_view url) {
                                 "' in '" + redact_raw(url) + "'; this build knows " +
                                 (known.empty() ? std::string("none") : known));
   }
-  return factory(std::move(parsed));
+  // Options every backend has are core's to take.
+  std::optional<std::chrono::nanoseconds> max_hold;
+  if (auto value = parsed.take_option("max_hold")) max_hold = parse_duration("max_hold", *value);
+  auto built = factory(std::move(parsed));
+  if (max_hold) built->set_default_max_hold(*max_hold);
+  return built;
 }
 
 }  // namespace dlock

@@ -171,6 +171,20 @@ TEST_CASE("a lost lock ends the command's process group and dlock exits 75",
   CHECK(exit_code(*status) == 75);
 }
 
+TEST_CASE("dlock --max-hold ends a command that holds the lock too long, exit 75",
+          "[contract][cli][max_hold]") {
+  const auto name = unique_name("cli-max-hold");
+  child_process dlock(dlock_command(
+      {"--max-hold", "0.2"}, name,
+      {"/bin/sh", "-c", "trap 'echo got TERM; exit 0' TERM; echo ready; while :; do sleep 0.01; done"}));
+  REQUIRE(dlock.read_line(60s) == std::optional<std::string>("ready"));
+  CHECK(dlock.read_line(60s) == std::optional<std::string>("got TERM"));
+  const auto status = dlock.wait(60s);
+  REQUIRE(status);
+  CHECK(exit_code(*status) == 75);
+  CHECK(run_dlock({"-n"}, name, {"true"}) == 0);
+}
+
 TEST_CASE("a command that ignores SIGTERM after a loss is killed after the grace period",
           "[contract][cli][fault]") {
   const auto name = unique_name("cli-grace");

@@ -2,6 +2,8 @@
 
 #include <dlock/dlock.hpp>
 
+#include "support.hpp"
+
 using dlock::provider_url;
 
 TEST_CASE("provider URLs parse into scheme, credentials, hosts, path and options",
@@ -59,4 +61,12 @@ TEST_CASE("make_provider rejects unknown schemes and options by name", "[core][u
                     Catch::Contains("unknown option 'colour'"));
   CHECK_THROWS_WITH(dlock::make_provider("file://otherhost/tmp/x"), Catch::Contains("names a host"));
   CHECK_THROWS_WITH(dlock::make_provider("file://"), Catch::Contains("needs a directory"));
+}
+
+TEST_CASE("max_hold in any provider URL sets the provider's default maximum hold time",
+          "[core][url][max_hold]") {
+  auto provider = dlock::make_provider("memory:///url-max-hold?max_hold=50ms");
+  auto held = provider->create_lock("job").acquire(std::chrono::seconds(10));
+  CHECK(support::wait_until([&] { return held.lost(); }, std::chrono::seconds(30)));
+  CHECK_THROWS_WITH(dlock::make_provider("memory:///x?max_hold=soon"), Catch::Contains("max_hold"));
 }

@@ -83,6 +83,14 @@ class distributed_lock {
                                  std::forward<CompletionToken>(token));
   }
 
+  /// A copy of this lock whose grants last at most `limit` (zero: no limit; the provider's
+  /// default otherwise applies). When a holder keeps it longer (an endless loop, a stuck
+  /// call), its handle is marked lost and the lock is released, so others get it; see
+  /// docs/semantics.md, "Maximum hold time". Throws std::invalid_argument if negative.
+  [[nodiscard]] distributed_lock with_max_hold(std::chrono::nanoseconds limit) const {
+    return distributed_lock(detail::with_max_hold(target_, limit));
+  }
+
   const std::string& name() const noexcept { return target_.name; }
 
  private:

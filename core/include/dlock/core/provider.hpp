@@ -5,6 +5,7 @@
 // and hands it over as std::shared_ptr<dlock::lock_provider>.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -67,6 +68,11 @@ class provider : public lock_provider,
   distributed_reader_writer_lock create_reader_writer_lock(std::string_view name) override;
   distributed_semaphore create_semaphore(std::string_view name,
                                          std::uint32_t max_count) override;
+
+  /// Sets the maximum hold time of every lock this provider creates from now on (zero, the
+  /// default: none); a lock's with_max_hold() overrides it. URL option: `max_hold=10m`.
+  /// Throws std::invalid_argument if negative.
+  void set_default_max_hold(std::chrono::nanoseconds limit);
 
   /// The backend's name ("file", "redis", ...) and where it is (never a password).
   std::string_view scheme() const noexcept;

@@ -39,7 +39,13 @@ struct lock_target {
   primitive kind = primitive::lock;
   std::string name;
   std::uint32_t max_count = 1;
+  /// Zero: no limit. Otherwise a grant is marked lost and released after this long.
+  std::chrono::nanoseconds max_hold{0};
 };
+
+/// A copy of `target` whose grants end after `max_hold`. Throws std::invalid_argument for a
+/// negative duration.
+lock_target with_max_hold(lock_target target, std::chrono::nanoseconds max_hold);
 
 /// Throws std::invalid_argument for a negative timeout.
 void check_timeout(const lock_target& target, std::chrono::nanoseconds timeout);
