@@ -24,6 +24,23 @@ const std::string& empty_name() {
   return empty;
 }
 
+// Whoever comes first of the handle and the hold limit releases the lease.
+void release_lease(detail::held_lock& held) {
+  detail::held_lock* state = &held;
+  {
+    std::lock_guard lock(state->callbacks_mutex);
+    state->on_lost_callbacks.clear();
+  }
+  if (state->limit) {
+    std::lock_guard lock(state->limit->mutex);
+    state->limit->timer.cancel();
+    // Null when the hold limit released it already.
+    if (auto* granted = std::exchange(state->limit->granted, nullptr)) granted->release();
+    return;
+  }
+  state->granted->release();
+}
+
 }  // namespace
 
 lock_handle::lock_handle() noexcept = default;
@@ -44,18 +61,14 @@ lock_handle::~lock_handle() { release_reporting_errors(); }
 void lock_handle::release() {
   if (!state_) return;
   std::unique_ptr<detail::held_lock> state = std::move(state_);
-  {
-    std::lock_guard lock(state->callbacks_mutex);
-    state->on_lost_callbacks.clear();
+  auto& stats = state->service->stats();
+  if (state->granted->lost()) detail::provider_stats::add(stats.lost);
+  try {
+    release_lease(*state);
+  } catch (...) {
+    detail::provider_stats::add(stats.release_errors);
+    throw;
   }
-  if (state->limit) {
-    std::lock_guard lock(state->limit->mutex);
-    state->limit->timer.cancel();
-    // Null when the hold limit released it already.
-    if (auto* granted = std::exchange(state->limit->granted, nullptr)) granted->release();
-    return;
-  }
-  state->granted->release();
 }
 
 void lock_handle::release_reporting_errors() noexcept {

@@ -35,6 +35,30 @@ void report_background_error(const background_error_handler& handler,
   }
 }
 
+std::optional<std::uint32_t> backend::free_slots(const acquire_request&) { return std::nullopt; }
+
+void backend::attach_events(std::shared_ptr<backend_events> events) noexcept {
+  events_ = std::move(events);
+}
+
+namespace {
+
+class printing_events final : public backend_events {
+ public:
+  void acquire_waiting() noexcept override {}
+  void extension_failed() noexcept override {}
+  void background_error(std::exception_ptr error) noexcept override {
+    report_background_error({}, std::move(error));
+  }
+};
+
+}  // namespace
+
+backend_events& backend::events() const noexcept {
+  static printing_events fallback;
+  return events_ ? *events_ : static_cast<backend_events&>(fallback);
+}
+
 std::unique_ptr<lease> backend::try_acquire_inline(const acquire_request&) {
   throw std::logic_error("dlock: backend '" + std::string(scheme()) +
                          "' has no inline acquire");
@@ -44,12 +68,52 @@ std::unique_ptr<lease> backend::try_acquire_inline(const acquire_request&) {
 
 namespace dlock::detail {
 
-lock_service::lock_service(std::shared_ptr<dlock::backend> backend, error_handler on_error)
-    : backend_(std::move(backend)), on_error_(std::move(on_error)) {}
-
-void lock_service::report(std::exception_ptr error) noexcept {
-  report_background_error(on_error_, std::move(error));
+void provider_stats::report(std::exception_ptr error) noexcept {
+  background_errors.fetch_add(1, std::memory_order_relaxed);
+  report_background_error(on_error, std::move(error));
 }
+
+provider_metrics provider_stats::snapshot() const noexcept {
+  auto read = [](const std::atomic<std::uint64_t>& counter) {
+    return counter.load(std::memory_order_relaxed);
+  };
+  return {.acquired = read(acquired),
+          .waits = read(waits),
+          .not_acquired = read(not_acquired),
+          .cancelled = read(cancelled),
+          .failed = read(failed),
+          .lost = read(lost),
+          .release_errors = read(release_errors),
+          .extension_failures = read(extension_failures),
+          .background_errors = read(background_errors)};
+}
+
+namespace {
+
+/// The backend's reports, into the provider's counters and error hook. It shares the
+/// counters, not the service: the backend may outlive the service for a moment.
+class stats_events final : public backend_events {
+ public:
+  explicit stats_events(std::shared_ptr<provider_stats> stats) : stats_(std::move(stats)) {}
+  void acquire_waiting() noexcept override { provider_stats::add(stats_->waits); }
+  void extension_failed() noexcept override { provider_stats::add(stats_->extension_failures); }
+  void background_error(std::exception_ptr error) noexcept override {
+    stats_->report(std::move(error));
+  }
+
+ private:
+  std::shared_ptr<provider_stats> stats_;
+};
+
+}  // namespace
+
+lock_service::lock_service(std::shared_ptr<dlock::backend> backend, error_handler on_error)
+    : backend_(std::move(backend)), stats_(std::make_shared<provider_stats>()) {
+  stats_->on_error = std::move(on_error);
+  backend_->attach_events(std::make_shared<stats_events>(stats_));
+}
+
+void lock_service::report(std::exception_ptr error) noexcept { stats_->report(std::move(error)); }
 
 std::string lock_service::describe() const {
   return std::string(backend_->scheme()) + ' ' + backend_->endpoint();
@@ -305,10 +369,15 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
       if (auto next = target_.service->leave_gate(gate_key_)) next->gate_granted_from_queue();
     }
     std::optional<lock_handle> handle;
+    provider_stats& stats = target_.service->stats();
     if (granted) {
+      provider_stats::add(stats.acquired);
       handle.emplace(handle_for(target_, std::move(granted)));
-    } else if (!error && fail_with_error_) {
-      error = not_obtained_error(target_, ending_, timeout_);
+    } else if (error) {
+      provider_stats::add(stats.failed);
+    } else {
+      provider_stats::add(ending_ == ending::stopped ? stats.cancelled : stats.not_acquired);
+      if (fail_with_error_) error = not_obtained_error(target_, ending_, timeout_);
     }
     auto done = std::move(done_);
     // The caller may drop its last reference as soon as it has the result; then it, not
@@ -383,14 +452,18 @@ bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nano
     granted = service.backend().try_acquire_inline(request_for(target, mode));
   } catch (...) {
     leave_gate();
+    provider_stats::add(service.stats().failed);
     throw;
   }
   leave_gate();
   if (granted) {
+    provider_stats::add(service.stats().acquired);
     result.emplace(handle_for(target, std::move(granted)));
     return true;
   }
-  return !waits;  // a zero timeout has had its one attempt
+  if (waits) return false;
+  provider_stats::add(service.stats().not_acquired);  // a zero timeout had its one attempt
+  return true;
 }
 
 }  // namespace
@@ -425,6 +498,10 @@ std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode
                   }
                 });
   return result.get();
+}
+
+std::optional<std::uint32_t> free_slots(const lock_target& target) {
+  return target.service->backend().free_slots(request_for(target, lock_mode::exclusive));
 }
 
 }  // namespace dlock::detail

@@ -25,6 +25,20 @@ namespace dlock::detail {
 
 class acquire_op;
 
+/// A provider's counters and error hook, shared with its backend's event sink.
+struct provider_stats {
+  error_handler on_error;
+  std::atomic<std::uint64_t> acquired{0}, waits{0}, not_acquired{0}, cancelled{0}, failed{0},
+      lost{0}, release_errors{0}, extension_failures{0}, background_errors{0};
+
+  static void add(std::atomic<std::uint64_t>& counter) noexcept {
+    counter.fetch_add(1, std::memory_order_relaxed);
+  }
+  /// Counts `error` and hands it to the hook (or stderr); never throws.
+  void report(std::exception_ptr error) noexcept;
+  provider_metrics snapshot() const noexcept;
+};
+
 /// Owns the backend, the error hook and the in-process first level: for each (primitive,
 /// name) a gate that one acquire at a time holds while it talks to the backend, with a FIFO
 /// of the acquires waiting for it.
@@ -37,6 +51,7 @@ class lock_service {
 
   /// Reports an error that has no caller; never throws.
   void report(std::exception_ptr error) noexcept;
+  provider_stats& stats() noexcept { return *stats_; }
 
   std::chrono::nanoseconds default_max_hold() const noexcept {
     return std::chrono::nanoseconds(default_max_hold_.load(std::memory_order_relaxed));
@@ -60,7 +75,7 @@ class lock_service {
 
  private:
   std::shared_ptr<dlock::backend> backend_;
-  error_handler on_error_;
+  std::shared_ptr<provider_stats> stats_;
   std::atomic<std::int64_t> default_max_hold_{0};
   std::mutex gates_mutex_;
   // A key is present while its gate is held; the deque holds the ops waiting for it.

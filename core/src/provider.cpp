@@ -35,6 +35,8 @@ distributed_semaphore provider::create_semaphore(std::string_view name, std::uin
                           service_->default_max_hold()});
 }
 
+provider_metrics provider::metrics() const noexcept { return service_->stats().snapshot(); }
+
 void provider::set_default_max_hold(std::chrono::nanoseconds limit) {
   if (limit < std::chrono::nanoseconds::zero()) {
     throw std::invalid_argument("dlock: negative default max_hold");

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -99,6 +100,7 @@ class file_acquire final : public acquire_operation,
     }
     if (!waiting_) {
       waiting_ = true;
+      backend_->events().acquire_waiting();
       for (const candidate& c : candidates_) backend_->add_waiter(c.file, this);
       // A release between our try and the registration raised no event we would see: try
       // once more now that any later one will.
@@ -134,6 +136,24 @@ class file_acquire final : public acquire_operation,
                              " for lock '" + naming::quote_for_message(request_.name) + "'");
     }
     return nullptr;
+  }
+
+  /// The slots of the semaphore not held now. Throws as try_once.
+  std::uint32_t free_slots() {
+    try {
+      check_count();
+      const auto held = flocked_files();
+      std::uint32_t free = 0;
+      for (const candidate& c : candidates_) {
+        struct stat slot {};
+        const auto path = backend_->directory() / c.file;
+        if (::stat(path.c_str(), &slot) != 0 || !held.count({slot.st_dev, slot.st_ino})) ++free;
+      }
+      return free;
+    } catch (const file_failure& failure) {
+      throw connection_error("dlock: file " + backend_->endpoint() + ": " + failure.what +
+                             " for semaphore '" + naming::quote_for_message(request_.name) + "'");
+    }
   }
 
  private:
@@ -245,8 +265,7 @@ void file_backend::start() {
     if (!self) return;
     const int events_fd = ::fcntl(self->inotify_.get(), F_DUPFD_CLOEXEC, 0);
     if (events_fd < 0) {
-      report_background_error(
-          self->options_.on_error,
+      self->events().background_error(
           std::make_exception_ptr(connection_error(
               "dlock: file " + self->endpoint() + ": cannot watch the lock directory: " +
               std::strerror(errno) + "; waiters fall back to retry_period")));
@@ -350,6 +369,11 @@ std::string file_backend::semaphore_file_name(std::string_view name) const {
   return naming::escape_segment(name, max_escaped_bytes, true) + ".semaphore";
 }
 
+std::optional<std::uint32_t> file_backend::free_slots(const acquire_request& request) {
+  file_acquire probe(shared_from_this(), request, [](std::exception_ptr, std::unique_ptr<lease>) {});
+  return probe.free_slots();
+}
+
 std::unique_ptr<lease> file_backend::try_acquire_inline(const acquire_request& request) {
   file_acquire attempt(shared_from_this(), request, [](std::exception_ptr, std::unique_ptr<lease>) {});
   return attempt.try_once();
@@ -373,7 +397,7 @@ void file_backend::watch_closes(bool on) {
     watch_directory(on ? replacement_events | close_events : replacement_events);
   } catch (...) {
     // Waiters still wake every retry_period; say why they are slow.
-    report_background_error(options_.on_error, std::current_exception());
+    events().background_error(std::current_exception());
   }
 }
 
@@ -446,8 +470,7 @@ bool file_lease::file_replaced() {
   try {
     return !path_names_fd(path_, fd_.get());
   } catch (const file_failure& failure) {
-    report_background_error(
-        backend_->settings().on_error,
+    backend_->events().background_error(
         std::make_exception_ptr(connection_error("dlock: file " + backend_->endpoint() + ": " +
                                                  failure.what + " while checking a held lock")));
     return false;

@@ -37,6 +37,7 @@ class file_backend final : public dlock::backend,
   boost::asio::any_io_executor executor() const override { return io_->executor(); }
   bool running_in_this_thread() const noexcept override { return io_->running_in_this_thread(); }
   bool acquires_inline() const noexcept override { return true; }
+  std::optional<std::uint32_t> free_slots(const acquire_request& request) override;
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;

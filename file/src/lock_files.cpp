@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,8 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 
 namespace dlock::file::detail {
@@ -138,6 +141,28 @@ std::uint64_t next_fencing_token(int fd, bool sole_holder) {
   const std::uint64_t next = std::max<std::uint64_t>(stored + 1, static_cast<std::uint64_t>(now));
   write_prefix(fd, format_counter(next));
   return next;
+}
+
+std::set<std::pair<dev_t, ino_t>> flocked_files() {
+  // Lines read "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; blocked waiters carry "->"
+  // after the number and hold nothing yet.
+  std::ifstream locks("/proc/locks");
+  if (!locks) throw file_failure{"cannot read /proc/locks"};
+  std::set<std::pair<dev_t, ino_t>> held;
+  std::string line;
+  while (std::getline(locks, line)) {
+    std::istringstream fields(line);
+    std::string number, kind, advisory, access, pid, where;
+    fields >> number >> kind;
+    if (kind != "FLOCK") continue;
+    fields >> advisory >> access >> pid >> where;
+    unsigned major_number = 0, minor_number = 0;
+    unsigned long long inode = 0;
+    if (std::sscanf(where.c_str(), "%x:%x:%llu", &major_number, &minor_number, &inode) == 3) {
+      held.emplace(makedev(major_number, minor_number), static_cast<ino_t>(inode));
+    }
+  }
+  return held;
 }
 
 std::uint32_t check_semaphore_count(int fd, std::uint32_t max_count) {

@@ -1,8 +1,12 @@
 // Private to dlock::file: the system calls on lock files, without any waiting or threads.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
+#include <set>
+#include <utility>
 #include <string>
 
 #include <dlock/core/backend.hpp>
@@ -51,6 +55,10 @@ bool path_names_fd(const std::filesystem::path& path, int fd);
 /// serialised by an open-file-description lock on the counter's bytes, which does not
 /// interact with flock(2), so readers holding LOCK_SH together still get distinct tokens.
 std::uint64_t next_fencing_token(int fd, bool sole_holder);
+
+/// The files that hold a granted flock(2) lock now, as (device, inode) pairs, from
+/// /proc/locks: a read that cannot disturb the holders or the waiters of those locks.
+std::set<std::pair<dev_t, ino_t>> flocked_files();
 
 /// Checks (storing it if the file is new) the semaphore's max_count in the file open as `fd`.
 /// Returns the stored count, which differs from `max_count` on a mismatch.

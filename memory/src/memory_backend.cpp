@@ -144,8 +144,17 @@ std::unique_ptr<lease> memory_domain::try_now(const acquire_request& request) {
   return nullptr;
 }
 
-void memory_domain::start(const std::shared_ptr<memory_acquire>& op) {
+std::uint32_t memory_domain::free_slots(const acquire_request& request) {
+  std::lock_guard lock(mutex_);
+  auto it = resources_.find(key_of(request));
+  if (it == resources_.end()) return request.max_count;
+  check_max_count(it->second, request);
+  return it->second.max_count - it->second.slots;
+}
+
+bool memory_domain::start(const std::shared_ptr<memory_acquire>& op) {
   std::vector<completion> done;
+  bool queued = false;
   {
     std::lock_guard lock(mutex_);
     const std::string key = key_of(op->request);
@@ -162,6 +171,7 @@ void memory_domain::start(const std::shared_ptr<memory_acquire>& op) {
         forget_if_idle(it);
       } else {
         r.queue.push_back(op);
+        queued = true;
       }
     } catch (...) {
       op->completed = true;
@@ -170,6 +180,7 @@ void memory_domain::start(const std::shared_ptr<memory_acquire>& op) {
     }
   }
   complete(done);
+  return queued;
 }
 
 void memory_domain::withdraw(memory_acquire* op) {
@@ -261,7 +272,7 @@ std::shared_ptr<acquire_operation> memory_backend::start_acquire(acquire_request
                                                                  acquire_completion done) {
   auto op = std::make_shared<memory_acquire>(domain_, std::move(request), std::move(done),
                                              executor());
-  domain_->start(op);
+  if (domain_->start(op)) events().acquire_waiting();
   return op;
 }
 

@@ -31,8 +31,10 @@ class memory_domain : public std::enable_shared_from_this<memory_domain> {
 
   /// One attempt now; never overtakes queued waiters. nullptr when not grantable.
   std::unique_ptr<lease> try_now(const acquire_request& request);
-  /// Grants, fails or queues `op`; its completion is always posted.
-  void start(const std::shared_ptr<memory_acquire>& op);
+  /// Grants, fails or queues `op` (returns true when queued); its completion is posted.
+  bool start(const std::shared_ptr<memory_acquire>& op);
+  /// Free slots of the semaphore `request` names. Throws on a max_count mismatch.
+  std::uint32_t free_slots(const acquire_request& request);
   /// Removes a queued `op` and completes it with no lease; no-op once it has completed.
   void withdraw(memory_acquire* op);
   void release(memory_lease* lease);
@@ -79,6 +81,9 @@ class memory_backend final : public dlock::backend {
   boost::asio::any_io_executor executor() const override { return io_->executor(); }
   bool running_in_this_thread() const noexcept override { return io_->running_in_this_thread(); }
   bool acquires_inline() const noexcept override { return true; }
+  std::optional<std::uint32_t> free_slots(const acquire_request& request) override {
+    return domain_->free_slots(request);
+  }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;

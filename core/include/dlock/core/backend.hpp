@@ -11,6 +11,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -66,6 +67,20 @@ class acquire_operation {
   virtual void cancel() noexcept = 0;
 };
 
+/// What a backend tells core about its work, for the provider's counters and error hook.
+/// Thread-safe; never throws.
+class backend_events {
+ public:
+  virtual ~backend_events() = default;
+  /// An acquire found the lock taken and now waits for it.
+  virtual void acquire_waiting() noexcept = 0;
+  /// A lease could not be extended (leased backends); the lease may still be valid.
+  virtual void extension_failed() noexcept = 0;
+  /// An error with no caller to throw to (a monitor, an extension): counted, then handed to
+  /// the provider's error hook.
+  virtual void background_error(std::exception_ptr error) noexcept = 0;
+};
+
 /// A backend instance: one per provider.
 ///
 /// Thread safety: start_acquire() may be called from any thread concurrently.
@@ -97,11 +112,27 @@ class backend {
   /// uncontended blocking acquire without a thread hop.
   virtual bool acquires_inline() const noexcept { return false; }
 
+  /// Free slots of the semaphore `request` names, now: max_count minus the slots held, never
+  /// negative. std::nullopt when this backend cannot tell (the default).
+  /// Throws what an acquire of `request` would (connection_error, std::invalid_argument).
+  virtual std::optional<std::uint32_t> free_slots(const acquire_request& request);
+
+  /// Called once by core when it takes the backend over, before any acquire.
+  void attach_events(std::shared_ptr<backend_events> events) noexcept;
+
   /// Makes one non-waiting attempt on the calling thread. Returns the lease, or nullptr when
   /// the lock is taken. Throws what start_acquire's completion would fail with
   /// (connection_error, std::invalid_argument). Requires: acquires_inline(); request.wait
   /// is false.
   virtual std::unique_ptr<lease> try_acquire_inline(const acquire_request& request);
+
+  /// Where the backend (and its operations and leases) report waits, extension failures and
+  /// background errors: the provider's, or a sink that only prints errors until core attaches
+  /// it.
+  backend_events& events() const noexcept;
+
+ private:
+  std::shared_ptr<backend_events> events_;
 };
 
 }  // namespace dlock

@@ -27,6 +27,20 @@ namespace dlock {
 /// stderr. It may run on any thread and must not throw.
 using error_handler = background_error_handler;
 
+/// Counters of one provider since its creation, for a service's metrics system. Counting
+/// is a relaxed atomic increment, cheap enough to leave on.
+struct provider_metrics {
+  std::uint64_t acquired = 0;            ///< grants
+  std::uint64_t waits = 0;               ///< acquires that found the lock taken and waited
+  std::uint64_t not_acquired = 0;        ///< not obtained in time (empty try_acquire, timeout)
+  std::uint64_t cancelled = 0;           ///< ended by a stop request
+  std::uint64_t failed = 0;              ///< acquires that failed with an error
+  std::uint64_t lost = 0;                ///< handles that were lost when they were released
+  std::uint64_t release_errors = 0;      ///< releases the backend could not confirm
+  std::uint64_t extension_failures = 0;  ///< lease extensions that failed (leased backends)
+  std::uint64_t background_errors = 0;   ///< errors handed to the error hook
+};
+
 /// Creates exclusive locks by name.
 class lock_provider {
  public:
@@ -73,6 +87,9 @@ class provider : public lock_provider,
   /// default: none); a lock's with_max_hold() overrides it. URL option: `max_hold=10m`.
   /// Throws std::invalid_argument if negative.
   void set_default_max_hold(std::chrono::nanoseconds limit);
+
+  /// The provider's counters so far. Thread-safe.
+  provider_metrics metrics() const noexcept;
 
   /// The backend's name ("file", "redis", ...) and where it is (never a password).
   std::string_view scheme() const noexcept;

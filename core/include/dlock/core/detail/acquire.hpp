@@ -47,6 +47,9 @@ struct lock_target {
 /// negative duration.
 lock_target with_max_hold(lock_target target, std::chrono::nanoseconds max_hold);
 
+/// The semaphore's free slots, if its backend can tell.
+std::optional<std::uint32_t> free_slots(const lock_target& target);
+
 /// Throws std::invalid_argument for a negative timeout.
 void check_timeout(const lock_target& target, std::chrono::nanoseconds timeout);
 boost::asio::any_io_executor executor_of(const lock_target& target);
