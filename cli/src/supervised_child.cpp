@@ -80,10 +80,21 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
   for (auto& extra : env_storage) envp.push_back(extra.data());
   envp.push_back(nullptr);
 
-  // The child reports a failed exec through this pipe; EOF means exec succeeded.
+  // The watchdog starts first and learns the command's group before the command may exec,
+  // so there is no moment when a command could fork and dlock die unwatched.
+  start_watchdog();
+  // The child waits on `go` until the watchdog knows its group (EOF there: dlock died, so it
+  // never runs), and reports a failed exec through `exec_status` (EOF: exec succeeded).
+  int go[2];
   int exec_status[2];
-  if (::pipe2(exec_status, O_CLOEXEC) != 0) {
+  if (::pipe2(go, O_CLOEXEC) != 0) {
     throw spawn_error(exit_os_error, std::string("dlock: pipe: ") + std::strerror(errno));
+  }
+  if (::pipe2(exec_status, O_CLOEXEC) != 0) {
+    const int err = errno;
+    ::close(go[0]);
+    ::close(go[1]);
+    throw spawn_error(exit_os_error, std::string("dlock: pipe: ") + std::strerror(err));
   }
   terminal_ = open_controlling_terminal();
   const bool give_terminal = in_foreground_of(terminal_);
@@ -92,17 +103,24 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int err = errno;
-    ::close(exec_status[0]);
-    ::close(exec_status[1]);
+    for (int fd : {go[0], go[1], exec_status[0], exec_status[1]}) ::close(fd);
     if (terminal_ >= 0) ::close(terminal_);
     throw spawn_error(exit_os_error, std::string("dlock: fork: ") + std::strerror(err));
   }
   if (pid == 0) {
+    // Only async-signal-safe calls from here on: this is a fork of a threaded process.
     ::close(exec_status[0]);
+    ::close(go[1]);
     ::setpgid(0, 0);
     // The lock dies with dlock, so the command must too: it may not go on unprotected.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(exit_signal_base + SIGKILL);
+    char word = 0;
+    ssize_t got;
+    do {
+      got = ::read(go[0], &word, 1);
+    } while (got < 0 && errno == EINTR);
+    if (got != 1) ::_exit(exit_signal_base + SIGKILL);
     // SIGTTOU is still blocked here, which lets a background group take the terminal.
     if (give_terminal) ::tcsetpgrp(terminal, ::getpid());
     ::sigprocmask(SIG_SETMASK, &child_mask, nullptr);
@@ -112,9 +130,14 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
     ::_exit(exit_not_found);
   }
   ::close(exec_status[1]);
+  ::close(go[0]);
   pid_ = pid;
   // Both sides set the group, so it exists whichever runs first (as shells do).
   ::setpgid(pid, pid);
+  [[maybe_unused]] auto told = ::write(watchdog_pipe_, &pid, sizeof pid);
+  const char word = 'x';
+  [[maybe_unused]] auto going = ::write(go[1], &word, 1);
+  ::close(go[1]);
   if (give_terminal) {
     ::tcsetpgrp(terminal_, pid);
     owns_terminal_ = true;
@@ -133,24 +156,23 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
     owns_terminal_ = false;
     ::close(terminal_);
     terminal_ = -1;
+    disarm_watchdog();
     throw spawn_error(exec_errno == ENOENT ? exit_not_found : exit_not_executable,
                       "dlock: " + program + ": " + std::strerror(exec_errno));
   }
-  start_watchdog();
 }
 
 void supervised_child::start_watchdog() {
   int ends[2];
   if (::pipe2(ends, O_CLOEXEC) != 0) {
-    throw std::system_error(errno, std::generic_category(), "dlock: pipe");
+    throw spawn_error(exit_os_error, std::string("dlock: pipe: ") + std::strerror(errno));
   }
-  const pid_t group = pid_;
   const pid_t watchdog = ::fork();
   if (watchdog < 0) {
     const int err = errno;
     ::close(ends[0]);
     ::close(ends[1]);
-    throw std::system_error(err, std::generic_category(), "dlock: fork");
+    throw spawn_error(exit_os_error, std::string("dlock: fork: ") + std::strerror(err));
   }
   if (watchdog == 0) {
     // Only async-signal-safe calls here: this is a fork of a threaded process. Signals meant
@@ -158,12 +180,21 @@ void supervised_child::start_watchdog() {
     ::close(ends[1]);
     ::signal(SIGINT, SIG_IGN);
     ::signal(SIGTSTP, SIG_IGN);
+    auto read_fully = [&](void* into, std::size_t size) {
+      auto* at = static_cast<char*>(into);
+      std::size_t have = 0;
+      while (have < size) {
+        const ssize_t got = ::read(ends[0], at + have, size - have);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        have += static_cast<std::size_t>(got);
+      }
+      return true;
+    };
+    pid_t group = 0;
+    if (!read_fully(&group, sizeof group)) ::_exit(0);  // no command was started
     char verdict = 0;
-    ssize_t got;
-    do {
-      got = ::read(ends[0], &verdict, 1);
-    } while (got < 0 && errno == EINTR);
-    if (got == 0) ::kill(-group, SIGKILL);  // EOF: dlock died without a word
+    if (!read_fully(&verdict, 1)) ::kill(-group, SIGKILL);  // EOF: dlock died without a word
     ::_exit(0);
   }
   ::close(ends[0]);

@@ -191,7 +191,7 @@ class acquire_all_op : public std::enable_shared_from_this<acquire_all_op> {
                     if (error || !handle) {
                       release_in_reverse(self->taken_);
                       auto done = std::move(self->done_);
-                      done(error, std::nullopt);
+                      done(std::move(error), std::nullopt);
                       return;
                     }
                     self->taken_.push_back(std::move(*handle));

@@ -3,7 +3,8 @@
 #include "lock_service.hpp"
 
 #include <chrono>
-#include <future>
+#include <condition_variable>
+#include <mutex>
 #include <iostream>
 #include <optional>
 #include <stdexcept>
@@ -338,10 +339,10 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
           std::move(request), [self = shared_from_this()](std::exception_ptr error,
                                                           std::unique_ptr<lease> granted) mutable {
             auto strand = self->strand_;
-            boost::asio::post(strand, [self = std::move(self), error,
+            boost::asio::post(strand, [self = std::move(self), error = std::move(error),
                                        granted = std::move(granted)]() mutable {
               self->backend_op_.reset();
-              self->finish(error, std::move(granted));
+              self->finish(std::move(error), std::move(granted));
             });
           });
     } catch (...) {
@@ -383,7 +384,7 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
     // The caller may drop its last reference as soon as it has the result; then it, not
     // this thread, shuts the provider down (a thread cannot join itself).
     target_.service.reset();
-    done(error, std::move(handle));
+    done(std::move(error), std::move(handle));
   }
 
   lock_target target_;
@@ -486,18 +487,31 @@ std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode
       return result;
     }
   }
-  std::promise<std::optional<lock_handle>> promise;
-  auto result = promise.get_future();
+  // Not a std::promise: the caller moves the outcome out under the mutex, so the error is
+  // owned by the thread that rethrows it alone, whichever thread drops the shared state.
+  struct outcome {
+    std::mutex mutex;
+    std::condition_variable ready_cv;
+    bool ready = false;
+    std::exception_ptr error;
+    std::optional<lock_handle> handle;
+  };
+  auto shared = std::make_shared<outcome>();
   start_acquire(target, mode, timeout, std::move(stop), fail_with_error,
-                [promise = std::move(promise)](std::exception_ptr error,
-                                               std::optional<lock_handle> handle) mutable {
-                  if (error) {
-                    promise.set_exception(error);
-                  } else {
-                    promise.set_value(std::move(handle));
-                  }
+                [shared](std::exception_ptr error, std::optional<lock_handle> handle) {
+                  std::lock_guard lock(shared->mutex);
+                  shared->error = std::move(error);
+                  shared->handle = std::move(handle);
+                  shared->ready = true;
+                  shared->ready_cv.notify_one();
                 });
-  return result.get();
+  std::unique_lock lock(shared->mutex);
+  shared->ready_cv.wait(lock, [&] { return shared->ready; });
+  std::exception_ptr error = std::move(shared->error);
+  std::optional<lock_handle> handle = std::move(shared->handle);
+  lock.unlock();
+  if (error) std::rethrow_exception(std::move(error));
+  return handle;
 }
 
 std::optional<std::uint32_t> free_slots(const lock_target& target) {

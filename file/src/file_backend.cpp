@@ -200,7 +200,7 @@ class file_acquire final : public acquire_operation,
     auto done = std::move(done_);
     // As in core: let the caller, not this thread, hold the last reference to the backend.
     backend_.reset();
-    done(error, std::move(granted));
+    done(std::move(error), std::move(granted));
   }
 
   std::shared_ptr<file_backend> backend_;

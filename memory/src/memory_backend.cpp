@@ -123,7 +123,7 @@ void memory_domain::complete(std::vector<completion>& done) {
     auto executor = c.op->executor;
     boost::asio::post(executor, [c = std::move(c)]() mutable {
       auto finish = std::move(c.op->done);
-      finish(c.error, std::move(c.granted));
+      finish(std::move(c.error), std::move(c.granted));
     });
   }
 }

@@ -128,12 +128,12 @@ struct initiate_acquire_all {
         [handler = std::forward<Handler>(handler), work = std::move(work)](
             std::exception_ptr error, std::optional<lock_set> held) mutable {
           auto executor = work.get_executor();
-          boost::asio::post(executor, [handler = std::move(handler), error,
+          boost::asio::post(executor, [handler = std::move(handler), error = std::move(error),
                                        held = std::move(held)]() mutable {
             if constexpr (Throwing) {
-              std::move(handler)(error, held ? std::move(*held) : lock_set{});
+              std::move(handler)(std::move(error), held ? std::move(*held) : lock_set{});
             } else {
-              std::move(handler)(error, std::move(held));
+              std::move(handler)(std::move(error), std::move(held));
             }
           });
           work.reset();

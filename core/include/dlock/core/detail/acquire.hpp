@@ -83,12 +83,12 @@ struct initiate_acquire {
         [handler = std::forward<Handler>(handler), work = std::move(work)](
             std::exception_ptr error, std::optional<lock_handle> handle) mutable {
           auto executor = work.get_executor();
-          boost::asio::post(executor, [handler = std::move(handler), error,
+          boost::asio::post(executor, [handler = std::move(handler), error = std::move(error),
                                        handle = std::move(handle)]() mutable {
             if constexpr (Throwing) {
-              std::move(handler)(error, handle ? std::move(*handle) : lock_handle{});
+              std::move(handler)(std::move(error), handle ? std::move(*handle) : lock_handle{});
             } else {
-              std::move(handler)(error, std::move(handle));
+              std::move(handler)(std::move(error), std::move(handle));
             }
           });
           work.reset();
