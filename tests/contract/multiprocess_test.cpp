@@ -39,3 +39,23 @@ TEST_CASE("processes contending for one lock never overlap and see increasing to
   support::run_contenders(backend().url(), name, processes, iterations, log);
   CHECK(support::count_exclusive_sections(log) == processes * iterations);
 }
+
+TEST_CASE("processes listing the same two locks in opposite orders never deadlock",
+          "[contract][multiprocess][acquire_all]") {
+  const auto a = unique_name("cross-a");
+  const auto b = unique_name("cross-b");
+  support::temp_directory logs;
+  const auto log = (logs.path() / "sections.log").string();
+  constexpr int iterations = 100;
+  child_process forwards({support::helper_path(), "contend-all", backend().url(), a, b,
+                          std::to_string(iterations), log});
+  child_process backwards({support::helper_path(), "contend-all", backend().url(), b, a,
+                           std::to_string(iterations), log});
+  for (auto* child : {&forwards, &backwards}) {
+    const auto status = child->wait(180s);
+    REQUIRE(status);
+    CHECK(support::exit_code(*status) == 0);
+  }
+  // Each section held both locks, so no two may overlap.
+  CHECK(support::count_exclusive_sections(log) == 2 * iterations);
+}

@@ -2,6 +2,8 @@
 //
 //   dlock-test-helper hold URL NAME MODE    MODE: lock | read | write | semaphore:N
 //     acquires, prints "acquired <token>", releases when stdin closes, prints "released".
+//   dlock-test-helper contend-all URL NAME1 NAME2 ITERATIONS LOGFILE
+//     the same with acquire_all over the locks NAME1 and NAME2, listed in that order.
 //   dlock-test-helper contend URL NAME ITERATIONS LOGFILE
 //     acquires and releases ITERATIONS times, appending "B <token> <pid>" and
 //     "E <token> <pid>" around each critical section (O_APPEND, one write per line).
@@ -66,7 +68,28 @@ int main(int argc, char** argv) try {
     ::close(log);
     return 0;
   }
-  std::cerr << "usage: dlock-test-helper hold URL NAME MODE | contend URL NAME N LOG\n";
+  if (command == "contend-all" && argc == 7) {
+    auto provider = dlock::make_provider(argv[2]);
+    auto first = provider->create_lock(argv[3]);
+    auto second = provider->create_lock(argv[4]);
+    const int iterations = std::stoi(argv[5]);
+    const int log = ::open(argv[6], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (log < 0) throw std::runtime_error("cannot open log");
+    const std::string pid = std::to_string(::getpid());
+    for (int i = 0; i < iterations; ++i) {
+      // A deadlock would end in this timeout and fail the helper.
+      dlock::lock_set both = dlock::acquire_all({first, second}, std::chrono::seconds(60));
+      // Both processes log the token of the same lock, so tokens must rise in the log.
+      const std::size_t same_lock = std::string(argv[3]) < std::string(argv[4]) ? 0 : 1;
+      const std::string token = std::to_string(both.fencing_token(same_lock));
+      append_line(log, "B " + token + " " + pid + "\n");
+      append_line(log, "E " + token + " " + pid + "\n");
+    }
+    ::close(log);
+    return 0;
+  }
+  std::cerr << "usage: dlock-test-helper hold URL NAME MODE | contend URL NAME N LOG"
+               " | contend-all URL NAME1 NAME2 N LOG\n";
   return 64;
 } catch (const std::exception& e) {
   std::cerr << "dlock-test-helper: " << e.what() << '\n';
