@@ -6,15 +6,17 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string_view>
+#include <thread>
 
 namespace dlock::file::detail {
 
@@ -49,13 +51,25 @@ class range_lock {
   range_lock& operator=(const range_lock&) = delete;
 
  private:
+  // Not F_OFD_SETLKW: a process stopped (SIGSTOP, a debugger) between its lock and unlock
+  // would block the caller, and with it a provider thread, for as long as it stays stopped.
+  // Holders keep the range for two system calls, so a short backoff is rarely entered.
   void set(short type) {
     struct flock range {};
     range.l_type = type;
     range.l_whence = SEEK_SET;
     range.l_len = static_cast<off_t>(length_);
-    while (::fcntl(fd_, F_OFD_SETLKW, &range) != 0) {
-      if (errno != EINTR) fail("fcntl(F_OFD_SETLKW)", errno);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    auto pause = std::chrono::microseconds(20);
+    while (::fcntl(fd_, F_OFD_SETLK, &range) != 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EACCES) fail("fcntl(F_OFD_SETLK)", errno);
+      if (std::chrono::steady_clock::now() >= give_up) {
+        throw file_failure{"the fencing counter stayed locked by another process for 5 s"
+                           " (is that process stopped?)"};
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(1000));
     }
   }
   int fd_;

@@ -1,7 +1,9 @@
 // What only the file backend promises: flock(1) interplay, its file layout, safe removal of
 // lock files under many processes, and its option checks. The shared semantics are in the
 // contract suite.
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -139,4 +141,24 @@ TEST_CASE("a lock whose file an operator deletes is lost, and the name is free a
   std::filesystem::remove(files->lock_file_path("job"));
   CHECK(support::wait_until([&] { return held->lost(); }, 5s));
   CHECK(files_in(dir.path())->create_lock("job").try_acquire());
+}
+
+TEST_CASE("a fencing counter left locked by a stopped process fails the grant, not the thread",
+          "[file][fault]") {
+  support::temp_directory dir;
+  auto files = files_in(dir.path());
+  const auto path = files->lock_file_path("stuck");
+  { (void)files->create_reader_writer_lock("stuck").try_acquire_read(); }  // creates the file
+  // What a process stopped in the middle of its counter update leaves behind.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  struct flock range {};
+  range.l_type = F_WRLCK;
+  range.l_whence = SEEK_SET;
+  range.l_len = 21;
+  REQUIRE(::fcntl(fd, F_OFD_SETLK, &range) == 0);
+  CHECK_THROWS_WITH(files->create_reader_writer_lock("stuck").try_acquire_read(),
+                    Contains("fencing counter") && Contains(dir.path().string()));
+  ::close(fd);
+  CHECK(files->create_reader_writer_lock("stuck").try_acquire_read());
 }
