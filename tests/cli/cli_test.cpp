@@ -118,3 +118,19 @@ TEST_CASE("a command that cannot run exits 127 or 126 and frees the lock", "[cli
   CHECK(denied.exit_code == 126);
   CHECK(run_dlock({"-n", url, "job", "--", "true"}).exit_code == 0);
 }
+
+TEST_CASE("in the foreground of a terminal, the command's group gets the terminal", "[cli]") {
+  support::temp_directory dir;
+  // script(1) runs dlock on a fresh pseudo-terminal, in the foreground. In /proc/PID/stat,
+  // field 5 is the process group and field 8 the terminal's foreground group.
+  const std::string command =
+      shell_quote(support::cli_path()) + " file://" + dir.path().string() +
+      " tty-job -- /bin/sh -c 'set -- $(cat /proc/$$/stat); "
+      "[ \"$5\" = \"$8\" ] && echo command-has-terminal; exit 3'";
+  child_process session({"/usr/bin/script", "-qec", command, "/dev/null"});
+  session.close_stdin();
+  const std::string output = session.read_all(30s);
+  const auto status = session.wait(30s);
+  REQUIRE(status);
+  CHECK_THAT(output, Contains("command-has-terminal"));
+}
