@@ -74,12 +74,11 @@ lock_set::~lock_set() {
 std::size_t lock_set::size() const noexcept { return state_ ? state_->handles.size() : 0; }
 
 const lock_handle& lock_set::operator[](std::size_t index) const {
+  if (!state_) throw std::out_of_range("dlock: index into an empty lock_set");
   return state_->handles.at(index);
 }
 
-std::uint64_t lock_set::fencing_token(std::size_t index) const {
-  return state_->handles.at(index).fencing_token();
-}
+std::uint64_t lock_set::fencing_token(std::size_t index) const { return (*this)[index].fencing_token(); }
 
 void lock_set::release() {
   if (!state_) return;
@@ -111,16 +110,19 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// The order every process takes a list in: by backend and endpoint, then primitive and
-/// name. Throws std::invalid_argument for an empty list or a lock listed twice (it would
-/// wait for itself: locks are not reentrant).
+/// The order every process takes a list in: by backend and endpoint, then locks before
+/// semaphores, then name, then primitive. A lock and the reader-writer lock of one name sit
+/// side by side (they are one resource on some backends), so no two lists can take them in
+/// opposite orders. Throws std::invalid_argument for an empty list or a lock listed twice (it
+/// would wait for itself: locks are not reentrant).
 std::vector<std::size_t> canonical_order(const std::vector<lock_request>& locks) {
   if (locks.empty()) throw std::invalid_argument("dlock: acquire_all needs at least one lock");
-  using key = std::tuple<std::string, int, std::string>;
+  using key = std::tuple<std::string, bool, std::string, int>;
   std::vector<key> keys;
   for (const auto& request : locks) {
     const lock_target& target = lock_set_access::target(request);
-    keys.emplace_back(target.service->describe(), static_cast<int>(target.kind), target.name);
+    keys.emplace_back(target.service->describe(), target.kind == primitive::semaphore,
+                      target.name, static_cast<int>(target.kind));
   }
   std::vector<std::size_t> order(locks.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -143,8 +145,12 @@ class shared_deadline {
     if (timeout < std::chrono::nanoseconds::zero()) {
       throw std::invalid_argument("dlock: negative timeout for acquire_all");
     }
-    if (timeout != forever && timeout > std::chrono::nanoseconds::zero()) {
-      deadline_ = clock::now() + timeout;
+    const auto now = clock::now();
+    // A timeout too long to add to now is as good as forever.
+    if (timeout > std::chrono::nanoseconds::zero() && timeout < clock::time_point::max() - now) {
+      deadline_ = now + timeout;
+    } else if (timeout > std::chrono::nanoseconds::zero()) {
+      timeout_ = forever;
     }
   }
   std::chrono::nanoseconds remaining() const {
@@ -214,6 +220,12 @@ class acquire_all_op : public std::enable_shared_from_this<acquire_all_op> {
 boost::asio::any_io_executor executor_of(const std::vector<lock_request>& locks) {
   if (locks.empty()) throw std::invalid_argument("dlock: acquire_all needs at least one lock");
   return executor_of(lock_set_access::target(locks.front()));
+}
+
+void check_acquire_all(const std::vector<lock_request>& locks,
+                       std::chrono::nanoseconds timeout) {
+  (void)canonical_order(locks);
+  (void)shared_deadline(timeout);
 }
 
 void start_acquire_all(std::vector<lock_request> locks, std::chrono::nanoseconds timeout,

@@ -31,12 +31,16 @@ void release_lease(detail::held_lock& held) {
     std::lock_guard lock(state->callbacks_mutex);
     state->on_lost_callbacks.clear();
   }
+  {
+    // Callbacks already posted to the executor are dropped too.
+    std::lock_guard lock(state->callbacks_open->mutex);
+    state->callbacks_open->open = false;
+  }
   if (state->limit) {
     std::lock_guard lock(state->limit->mutex);
     state->limit->timer.cancel();
-    // Null when the hold limit released it already.
-    if (auto* granted = std::exchange(state->limit->granted, nullptr)) granted->release();
-    return;
+    if (state->limit->claimed) return;  // the hold limit released it already
+    state->limit->claimed = true;
   }
   state->granted->release();
 }
@@ -90,8 +94,12 @@ std::stop_token lock_handle::lost_token() const noexcept {
 void lock_handle::on_lost(std::function<void()> callback) {
   if (!state_) return;
   auto executor = state_->service->backend().executor();
-  std::function<void()> post_callback = [executor, callback = std::move(callback)] {
-    boost::asio::post(executor, callback);
+  std::function<void()> post_callback = [executor, callback = std::move(callback),
+                                         gate = state_->callbacks_open] {
+    boost::asio::post(executor, [callback, gate] {
+      std::lock_guard lock(gate->mutex);
+      if (gate->open) callback();
+    });
   };
   std::lock_guard lock(state_->callbacks_mutex);
   state_->on_lost_callbacks.push_back(std::make_unique<detail::held_lock::lost_callback>(

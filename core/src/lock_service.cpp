@@ -202,20 +202,26 @@ void enforce_hold_limit(const std::weak_ptr<hold_limit>& weak_limit,
                         const std::weak_ptr<lock_service>& weak_service) {
   auto limit = weak_limit.lock();
   if (!limit) return;
-  std::stop_source lost;
+  std::shared_ptr<lease> expired;
   {
     std::lock_guard lock(limit->mutex);
-    if (!limit->granted) return;
-    lost = limit->granted->lost_signal();
+    expired = limit->claimed ? nullptr : limit->granted.lock();
   }
-  lost.request_stop();  // outside the mutex: a stop_callback may release the handle at once
-  std::lock_guard lock(limit->mutex);
-  if (!limit->granted) return;
-  lease* expired = std::exchange(limit->granted, nullptr);
+  if (!expired) return;
+  // Outside the mutex: a stop_callback may release the handle at once.
+  expired->lost_signal().request_stop();
+  {
+    std::lock_guard lock(limit->mutex);
+    if (limit->claimed) return;
+    limit->claimed = true;
+  }
   try {
     expired->release();
   } catch (...) {
-    if (auto service = weak_service.lock()) service->report(std::current_exception());
+    if (auto service = weak_service.lock()) {
+      provider_stats::add(service->stats().release_errors);
+      service->report(std::current_exception());
+    }
   }
 }
 
@@ -226,7 +232,7 @@ lock_handle handle_for(const lock_target& target, std::unique_ptr<lease> granted
   state->name = target.name;
   if (target.max_hold > std::chrono::nanoseconds::zero()) {
     auto limit = std::make_shared<hold_limit>(target.service->backend().executor());
-    limit->granted = state->granted.get();
+    limit->granted = state->granted;
     limit->timer.expires_after(target.max_hold);
     limit->timer.async_wait([weak_limit = std::weak_ptr<hold_limit>(limit),
                              weak_service = std::weak_ptr<lock_service>(target.service)](

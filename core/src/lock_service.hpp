@@ -83,12 +83,21 @@ class lock_service {
 };
 
 /// The timer of a grant with a maximum hold time, and who releases the lease: the handle or
-/// the timer, whichever comes first; `granted` is null once one of them has.
+/// the timer, whichever claims it first (under the mutex; the release itself runs outside it,
+/// since a networked lease may wait on the provider's thread).
 struct hold_limit {
   explicit hold_limit(const boost::asio::any_io_executor& executor) : timer(executor) {}
   std::mutex mutex;
-  lease* granted = nullptr;
+  bool claimed = false;
+  std::weak_ptr<lease> granted;
   boost::asio::steady_timer timer;
+};
+
+/// Whether on_lost callbacks may still run: cleared by release, checked by each posted
+/// callback under the mutex (recursive: a callback may release its own handle).
+struct callbacks_gate {
+  std::recursive_mutex mutex;
+  bool open = true;
 };
 
 /// What a non-empty lock_handle owns.
@@ -96,8 +105,9 @@ struct held_lock {
   using lost_callback = std::stop_callback<std::function<void()>>;
 
   std::shared_ptr<lock_service> service;
-  std::unique_ptr<lease> granted;
+  std::shared_ptr<lease> granted;     // shared with a hold limit's timer while it releases
   std::shared_ptr<hold_limit> limit;  // null without a maximum hold time
+  std::shared_ptr<callbacks_gate> callbacks_open = std::make_shared<callbacks_gate>();
   std::string name;
   std::mutex callbacks_mutex;
   std::vector<std::unique_ptr<lost_callback>> on_lost_callbacks;

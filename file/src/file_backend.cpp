@@ -147,7 +147,7 @@ class file_acquire final : public acquire_operation,
       for (const candidate& c : candidates_) {
         struct stat slot {};
         const auto path = backend_->directory() / c.file;
-        if (::stat(path.c_str(), &slot) != 0 || !held.count({slot.st_dev, slot.st_ino})) ++free;
+        if (::stat(path.c_str(), &slot) != 0 || !is_flocked(held, slot)) ++free;
       }
       return free;
     } catch (const file_failure& failure) {

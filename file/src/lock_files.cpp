@@ -179,6 +179,15 @@ std::set<std::pair<dev_t, ino_t>> flocked_files() {
   return held;
 }
 
+bool is_flocked(const std::set<std::pair<dev_t, ino_t>>& flocked, const struct stat& file) {
+  if (flocked.count({file.st_dev, file.st_ino})) return true;
+  if (major(file.st_dev) != 0) return false;
+  for (const auto& [device, inode] : flocked) {
+    if (inode == file.st_ino) return true;
+  }
+  return false;
+}
+
 std::uint32_t check_semaphore_count(int fd, std::uint32_t max_count) {
   range_lock serialise(fd, counter_bytes);
   const std::string header = read_prefix(fd, semaphore_header_bytes);

@@ -1,6 +1,7 @@
 // Private to dlock::file: the system calls on lock files, without any waiting or threads.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -58,7 +59,13 @@ std::uint64_t next_fencing_token(int fd, bool sole_holder);
 
 /// The files that hold a granted flock(2) lock now, as (device, inode) pairs, from
 /// /proc/locks: a read that cannot disturb the holders or the waiters of those locks.
+/// /proc/locks hides locks of processes in other PID namespaces.
 std::set<std::pair<dev_t, ino_t>> flocked_files();
+
+/// Whether `file` (from stat) is among `flocked`. File systems whose stat() reports another
+/// device than /proc/locks (btrfs subvolumes, overlayfs: an anonymous device, major 0) are
+/// matched on the inode alone.
+bool is_flocked(const std::set<std::pair<dev_t, ino_t>>& flocked, const struct stat& file);
 
 /// Checks (storing it if the file is new) the semaphore's max_count in the file open as `fd`.
 /// Returns the stored count, which differs from `max_count` on a mismatch.

@@ -12,17 +12,18 @@ namespace dlock::file {
 namespace {
 
 std::shared_ptr<detail::file_backend> make_backend(const options& opts) {
-  auto backend = std::make_shared<detail::file_backend>(opts);
-  backend->start();
-  return backend;
+  return std::make_shared<detail::file_backend>(opts);
 }
 
 }  // namespace
 
 provider::provider(options opts) : provider(make_backend(opts), opts.on_error) {}
 
+// Started only once core has attached the provider's counters and error hook to it.
 provider::provider(std::shared_ptr<detail::file_backend> backend, error_handler on_error)
-    : dlock::provider(backend, std::move(on_error)), backend_(std::move(backend)) {}
+    : dlock::provider(backend, std::move(on_error)), backend_(std::move(backend)) {
+  backend_->start();
+}
 
 std::filesystem::path provider::lock_file_path(std::string_view name) const {
   naming::validate_name(name);

@@ -1,5 +1,7 @@
 // Handle semantics (docs/semantics.md "Handles"), stated once for every backend.
 #include <atomic>
+#include <future>
+#include <boost/asio/post.hpp>
 #include <catch2/catch.hpp>
 
 #include "backend.hpp"
@@ -107,4 +109,32 @@ TEST_CASE("providers convert to the narrow interfaces a service asks for",
   CHECK(rw->create_reader_writer_lock(unique_name("iface")).try_acquire_read());
   CHECK(semaphores->create_semaphore(unique_name("iface"), 2).try_acquire());
   CHECK(provider->scheme() == backend().label());
+}
+
+TEST_CASE("an on_lost callback already on its way is dropped when the handle is released",
+          "[contract][lost]") {
+  auto provider = backend().make_provider();
+  const auto name = support::unique_name("dropped-callback");
+  auto held = provider->create_lock(name).acquire(10s);
+  backend().break_lock(name);
+  REQUIRE(support::wait_until([&] { return held.lost(); }, 30s));
+  // Hold the provider's thread; the callback of an already lost handle is posted at once,
+  // so it queues behind this.
+  std::promise<void> unblock;
+  auto unblocked = unblock.get_future().share();
+  std::atomic<bool> blocking{false};
+  boost::asio::post(provider->get_executor(), [&, unblocked] {
+    blocking = true;
+    unblocked.wait();
+  });
+  REQUIRE(support::wait_until([&] { return blocking.load(); }));
+  std::atomic<bool> ran{false};
+  held.on_lost([&] { ran = true; });
+  held.release();
+  unblock.set_value();
+  // Whatever the thread had queued has run once a later post runs.
+  std::atomic<bool> drained{false};
+  boost::asio::post(provider->get_executor(), [&] { drained = true; });
+  REQUIRE(support::wait_until([&] { return drained.load(); }));
+  CHECK_FALSE(ran);
 }

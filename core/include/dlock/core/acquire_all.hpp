@@ -78,9 +78,9 @@ class [[nodiscard]] lock_set {
   explicit operator bool() const noexcept { return state_ != nullptr; }
   /// How many locks it holds (0 when empty).
   std::size_t size() const noexcept;
-  /// The handle of the lock listed at `index`. Requires: index < size().
+  /// The handle of the lock listed at `index`. Throws std::out_of_range otherwise.
   const lock_handle& operator[](std::size_t index) const;
-  /// The fencing token of the lock listed at `index`. Requires: index < size().
+  /// The fencing token of the lock listed at `index`. Throws std::out_of_range otherwise.
   std::uint64_t fencing_token(std::size_t index) const;
 
   /// Releases every lock now; idempotent. Throws the first connection_error after trying
@@ -108,6 +108,9 @@ using acquire_all_completion =
 /// negative timeout.
 void start_acquire_all(std::vector<lock_request> locks, std::chrono::nanoseconds timeout,
                        std::stop_token stop, bool fail_with_error, acquire_all_completion done);
+
+/// Throws std::invalid_argument as start_acquire_all would, before anything is started.
+void check_acquire_all(const std::vector<lock_request>& locks, std::chrono::nanoseconds timeout);
 
 /// The executor of the first listed lock's provider: the default for async completions.
 boost::asio::any_io_executor executor_of(const std::vector<lock_request>& locks);
@@ -173,6 +176,7 @@ template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(std::exception_ptr, std::optional
               CompletionToken>
 auto async_try_acquire_all(std::vector<lock_request> locks, std::chrono::nanoseconds timeout,
                            std::stop_token stop, CompletionToken&& token) {
+  detail::check_acquire_all(locks, timeout);  // thrown at the call, whatever the token
   return boost::asio::async_initiate<CompletionToken,
                                      void(std::exception_ptr, std::optional<lock_set>)>(
       detail::initiate_acquire_all<false>{}, token, std::move(locks), timeout, std::move(stop));
@@ -183,6 +187,7 @@ auto async_try_acquire_all(std::vector<lock_request> locks, std::chrono::nanosec
 template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(std::exception_ptr, lock_set)) CompletionToken>
 auto async_acquire_all(std::vector<lock_request> locks, std::chrono::nanoseconds timeout,
                        std::stop_token stop, CompletionToken&& token) {
+  detail::check_acquire_all(locks, timeout);  // thrown at the call, whatever the token
   return boost::asio::async_initiate<CompletionToken, void(std::exception_ptr, lock_set)>(
       detail::initiate_acquire_all<true>{}, token, std::move(locks), timeout, std::move(stop));
 }
