@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <utility>
 
 #include <dlock/dlock.hpp>
 
@@ -36,6 +37,22 @@ void append_line(int fd, const std::string& line) {
   }
 }
 
+/// Runs `iterations` critical sections, each under what `enter()` returns (a held lock and its
+/// token), appending "B <token> <pid>" and "E <token> <pid>" to `log_path` around each.
+template <typename Enter>
+void log_sections(const char* log_path, int iterations, Enter enter) {
+  const int log = ::open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (log < 0) throw std::runtime_error("cannot open log");
+  const std::string pid = std::to_string(::getpid());
+  for (int i = 0; i < iterations; ++i) {
+    auto [held, token_number] = enter();
+    const std::string token = std::to_string(token_number);
+    append_line(log, "B " + token + " " + pid + "\n");
+    append_line(log, "E " + token + " " + pid + "\n");
+  }
+  ::close(log);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -55,37 +72,25 @@ int main(int argc, char** argv) try {
   if (command == "contend" && argc == 6) {
     auto provider = dlock::make_provider(argv[2]);
     auto lock = provider->create_lock(argv[3]);
-    const int iterations = std::stoi(argv[4]);
-    const int log = ::open(argv[5], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (log < 0) throw std::runtime_error("cannot open log");
-    const std::string pid = std::to_string(::getpid());
-    for (int i = 0; i < iterations; ++i) {
+    log_sections(argv[5], std::stoi(argv[4]), [&] {
       dlock::lock_handle handle = lock.acquire();
-      const std::string token = std::to_string(handle.fencing_token());
-      append_line(log, "B " + token + " " + pid + "\n");
-      append_line(log, "E " + token + " " + pid + "\n");
-    }
-    ::close(log);
+      const std::uint64_t token = handle.fencing_token();
+      return std::pair(std::move(handle), token);
+    });
     return 0;
   }
   if (command == "contend-all" && argc == 7) {
     auto provider = dlock::make_provider(argv[2]);
     auto first = provider->create_lock(argv[3]);
     auto second = provider->create_lock(argv[4]);
-    const int iterations = std::stoi(argv[5]);
-    const int log = ::open(argv[6], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (log < 0) throw std::runtime_error("cannot open log");
-    const std::string pid = std::to_string(::getpid());
-    for (int i = 0; i < iterations; ++i) {
+    // Both processes log the token of the same lock, so tokens must rise in the log.
+    const std::size_t same_lock = std::string(argv[3]) < std::string(argv[4]) ? 0 : 1;
+    log_sections(argv[6], std::stoi(argv[5]), [&] {
       // A deadlock would end in this timeout and fail the helper.
       dlock::lock_set both = dlock::acquire_all({first, second}, std::chrono::seconds(60));
-      // Both processes log the token of the same lock, so tokens must rise in the log.
-      const std::size_t same_lock = std::string(argv[3]) < std::string(argv[4]) ? 0 : 1;
-      const std::string token = std::to_string(both.fencing_token(same_lock));
-      append_line(log, "B " + token + " " + pid + "\n");
-      append_line(log, "E " + token + " " + pid + "\n");
-    }
-    ::close(log);
+      const std::uint64_t token = both.fencing_token(same_lock);
+      return std::pair(std::move(both), token);
+    });
     return 0;
   }
   std::cerr << "usage: dlock-test-helper hold URL NAME MODE | contend URL NAME N LOG"

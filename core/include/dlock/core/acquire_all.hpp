@@ -17,10 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
 
 #include <dlock/core/detail/acquire.hpp>
 #include <dlock/core/detail/unique_function.hpp>
@@ -124,23 +121,10 @@ struct initiate_acquire_all {
   template <typename Handler>
   void operator()(Handler&& handler, std::vector<lock_request> locks,
                   std::chrono::nanoseconds timeout, std::stop_token stop) const {
-    auto work = boost::asio::make_work_guard(
-        boost::asio::get_associated_executor(handler, executor_of(locks)));
-    start_acquire_all(
-        std::move(locks), timeout, std::move(stop), Throwing,
-        [handler = std::forward<Handler>(handler), work = std::move(work)](
-            std::exception_ptr error, std::optional<lock_set> held) mutable {
-          auto executor = work.get_executor();
-          boost::asio::post(executor, [handler = std::move(handler), error = std::move(error),
-                                       held = std::move(held)]() mutable {
-            if constexpr (Throwing) {
-              std::move(handler)(std::move(error), held ? std::move(*held) : lock_set{});
-            } else {
-              std::move(handler)(std::move(error), std::move(held));
-            }
-          });
-          work.reset();
-        });
+    auto executor = executor_of(locks);
+    start_acquire_all(std::move(locks), timeout, std::move(stop), Throwing,
+                      completion_posting_to<Throwing, lock_set>(std::forward<Handler>(handler),
+                                                                executor));
   }
 };
 

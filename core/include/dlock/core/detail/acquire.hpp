@@ -68,6 +68,31 @@ std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode
 
 /// The initiation passed to boost::asio::async_initiate; Throwing selects acquire (the
 /// handle or an exception) over try_acquire (an optional handle).
+/// Wraps `handler` into the completion an async operation starts with: it keeps the
+/// handler's associated executor (by default `fallback`) busy until it runs, and runs the
+/// handler there, never inside the initiating call. Throwing turns an empty optional result
+/// into a default-constructed value (the error then says why).
+template <bool Throwing, typename Result, typename Handler>
+auto completion_posting_to(Handler&& handler, const boost::asio::any_io_executor& fallback) {
+  auto work =
+      boost::asio::make_work_guard(boost::asio::get_associated_executor(handler, fallback));
+  return [handler = std::forward<Handler>(handler), work = std::move(work)](
+             std::exception_ptr error, std::optional<Result> result) mutable {
+    auto executor = work.get_executor();
+    boost::asio::post(executor, [handler = std::move(handler), error = std::move(error),
+                                 result = std::move(result)]() mutable {
+      if constexpr (Throwing) {
+        std::move(handler)(std::move(error), result ? std::move(*result) : Result{});
+      } else {
+        std::move(handler)(std::move(error), std::move(result));
+      }
+    });
+    work.reset();
+  };
+}
+
+/// The initiation passed to boost::asio::async_initiate; Throwing selects acquire (the
+/// handle or an exception) over try_acquire (an optional handle).
 template <bool Throwing>
 struct initiate_acquire {
   lock_target target;
@@ -76,23 +101,9 @@ struct initiate_acquire {
   template <typename Handler>
   void operator()(Handler&& handler, std::chrono::nanoseconds timeout,
                   std::stop_token stop) const {
-    auto work = boost::asio::make_work_guard(
-        boost::asio::get_associated_executor(handler, executor_of(target)));
-    start_acquire(
-        target, mode, timeout, std::move(stop), Throwing,
-        [handler = std::forward<Handler>(handler), work = std::move(work)](
-            std::exception_ptr error, std::optional<lock_handle> handle) mutable {
-          auto executor = work.get_executor();
-          boost::asio::post(executor, [handler = std::move(handler), error = std::move(error),
-                                       handle = std::move(handle)]() mutable {
-            if constexpr (Throwing) {
-              std::move(handler)(std::move(error), handle ? std::move(*handle) : lock_handle{});
-            } else {
-              std::move(handler)(std::move(error), std::move(handle));
-            }
-          });
-          work.reset();
-        });
+    start_acquire(target, mode, timeout, std::move(stop), Throwing,
+                  completion_posting_to<Throwing, lock_handle>(std::forward<Handler>(handler),
+                                                               executor_of(target)));
   }
 };
 
