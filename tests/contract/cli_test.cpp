@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <fstream>
 
 #include "backend.hpp"
@@ -30,14 +31,19 @@ std::vector<std::string> dlock_command(std::vector<std::string> options, const s
   return argv;
 }
 
+/// The exit code of `process` once it ends (failing the test if it does not within 60 s).
+int exit_code_when_done(child_process& process) {
+  const auto status = process.wait(60s);
+  REQUIRE(status);
+  return exit_code(*status);
+}
+
 /// Runs dlock to completion and returns its exit code.
 int run_dlock(std::vector<std::string> options, const std::string& name,
               std::vector<std::string> command) {
   child_process dlock(dlock_command(std::move(options), name, std::move(command)));
   dlock.close_stdin();
-  const auto status = dlock.wait(60s);
-  REQUIRE(status);
-  return exit_code(*status);
+  return exit_code_when_done(dlock);
 }
 
 /// A dlock whose command prints "ready <token>" and then holds until its stdin closes.
@@ -52,9 +58,7 @@ struct holding_dlock {
   }
   int finish() {
     process.close_stdin();
-    const auto status = process.wait(60s);
-    REQUIRE(status);
-    return exit_code(*status);
+    return exit_code_when_done(process);
   }
   child_process process;
   std::uint64_t token = 0;
@@ -105,9 +109,7 @@ TEST_CASE("a waiting dlock runs its command once the holder finishes", "[contrac
   CHECK_FALSE(waiter.read_line(200ms));
   REQUIRE(holder.finish() == 0);
   CHECK(waiter.read_line(60s) == std::optional<std::string>("second ran"));
-  const auto status = waiter.wait(60s);
-  REQUIRE(status);
-  CHECK(exit_code(*status) == 0);
+  CHECK(exit_code_when_done(waiter) == 0);
 }
 
 TEST_CASE("dlock -s lets readers share and keeps a writer out", "[contract][cli]") {
@@ -137,9 +139,7 @@ TEST_CASE("dlock forwards SIGTERM to the command", "[contract][cli]") {
   REQUIRE(dlock.read_line(60s) == std::optional<std::string>("ready"));
   dlock.signal(SIGTERM);
   CHECK(dlock.read_line(10s) == std::optional<std::string>("got TERM"));
-  const auto status = dlock.wait(10s);
-  REQUIRE(status);
-  CHECK(exit_code(*status) == 3);
+  CHECK(exit_code_when_done(dlock) == 3);
   CHECK(run_dlock({"-n"}, name, {"true"}) == 0);
 }
 
@@ -149,9 +149,7 @@ TEST_CASE("a signal to a waiting dlock withdraws its request", "[contract][cli]"
   child_process waiter(dlock_command({}, name, {"/bin/echo", "should not run"}));
   CHECK_FALSE(waiter.read_line(100ms));
   waiter.signal(SIGINT);
-  const auto status = waiter.wait(10s);
-  REQUIRE(status);
-  CHECK(exit_code(*status) == 128 + SIGINT);
+  CHECK(exit_code_when_done(waiter) == 128 + SIGINT);
   CHECK(waiter.read_all(1s).empty());
   REQUIRE(holder.finish() == 0);
   CHECK(run_dlock({"-n"}, name, {"true"}) == 0);
@@ -166,9 +164,7 @@ TEST_CASE("a lost lock ends the command's process group and dlock exits 75",
   REQUIRE(dlock.read_line(60s) == std::optional<std::string>("ready"));
   backend().break_lock(name);
   CHECK(dlock.read_line(60s) == std::optional<std::string>("got TERM"));
-  const auto status = dlock.wait(60s);
-  REQUIRE(status);
-  CHECK(exit_code(*status) == 75);
+  CHECK(exit_code_when_done(dlock) == 75);
 }
 
 TEST_CASE("dlock --max-hold ends a command that holds the lock too long, exit 75",
@@ -179,9 +175,7 @@ TEST_CASE("dlock --max-hold ends a command that holds the lock too long, exit 75
       {"/bin/sh", "-c", "trap 'echo got TERM; exit 0' TERM; echo ready; while :; do sleep 0.01; done"}));
   REQUIRE(dlock.read_line(60s) == std::optional<std::string>("ready"));
   CHECK(dlock.read_line(60s) == std::optional<std::string>("got TERM"));
-  const auto status = dlock.wait(60s);
-  REQUIRE(status);
-  CHECK(exit_code(*status) == 75);
+  CHECK(exit_code_when_done(dlock) == 75);
   CHECK(run_dlock({"-n"}, name, {"true"}) == 0);
 }
 
@@ -192,33 +186,22 @@ TEST_CASE("a command that ignores SIGTERM after a loss is killed after the grace
                                     {"/bin/sh", "-c", "trap '' TERM; echo ready; exec sleep 600"}));
   REQUIRE(dlock.read_line(60s) == std::optional<std::string>("ready"));
   backend().break_lock(name);
-  const auto status = dlock.wait(60s);
-  REQUIRE(status);
-  CHECK(exit_code(*status) == 75);
+  CHECK(exit_code_when_done(dlock) == 75);
 }
 
-TEST_CASE("the command dies with a dlock killed by SIGKILL", "[contract][cli][fault]") {
-  const auto name = unique_name("cli-orphan");
-  child_process dlock(dlock_command({}, name, {"/bin/sh", "-c", "echo $$; exec sleep 600"}));
-  const auto line = dlock.read_line(60s);
-  REQUIRE(line);
-  const pid_t command_pid = std::stoi(*line);
-  dlock.signal(SIGKILL);
-  REQUIRE(dlock.wait(10s));
-  CHECK(wait_until([&] { return process_gone(command_pid); }, 10s));
-}
-
-TEST_CASE("the command's whole group dies with a dlock killed by SIGKILL",
+TEST_CASE("the command and its whole group die with a dlock killed by SIGKILL",
           "[contract][cli][fault]") {
-  const auto name = unique_name("cli-grandchild");
+  const auto name = unique_name("cli-orphan");
   child_process dlock(
-      dlock_command({}, name, {"/bin/sh", "-c", "sleep 600 & echo $!; wait"}));
+      dlock_command({}, name, {"/bin/sh", "-c", "sleep 600 & echo $$ $!; wait"}));
   const auto line = dlock.read_line(60s);
   REQUIRE(line);
-  const pid_t grandchild = std::stoi(*line);
+  pid_t command = 0;
+  pid_t grandchild = 0;
+  REQUIRE(std::sscanf(line->c_str(), "%d %d", &command, &grandchild) == 2);
   dlock.signal(SIGKILL);
   REQUIRE(dlock.wait(10s));
-  CHECK(wait_until([&] { return process_gone(grandchild); }, 10s));
+  CHECK(wait_until([&] { return process_gone(command) && process_gone(grandchild); }, 10s));
 }
 
 TEST_CASE("after a loss, group members that ignore SIGTERM are killed after the grace period",
@@ -237,9 +220,7 @@ TEST_CASE("after a loss, group members that ignore SIGTERM are killed after the 
   }
   REQUIRE(straggler > 0);
   backend().break_lock(name);
-  const auto status = dlock.wait(60s);
-  REQUIRE(status);
-  CHECK(exit_code(*status) == 75);
+  CHECK(exit_code_when_done(dlock) == 75);
   CHECK(wait_until([&] { return process_gone(straggler); }, 10s));
 }
 
@@ -253,9 +234,7 @@ TEST_CASE("a stopped command is waited for, not lost track of", "[contract][cli]
   CHECK_FALSE(dlock.read_line(100ms));
   ::kill(command, SIGCONT);
   CHECK(dlock.read_line(10s) == std::optional<std::string>("resumed"));
-  const auto status = dlock.wait(10s);
-  REQUIRE(status);
-  CHECK(exit_code(*status) == 4);
+  CHECK(exit_code_when_done(dlock) == 4);
 }
 
 TEST_CASE("dlock started with SIGCHLD ignored still reports the command's status",
@@ -266,9 +245,7 @@ TEST_CASE("dlock started with SIGCHLD ignored still reports the command's status
   for (const auto& word : argv) script += " '" + word + "'";
   child_process dlock({"/bin/sh", "-c", script});
   dlock.close_stdin();
-  const auto status = dlock.wait(30s);
-  REQUIRE(status);
-  CHECK(exit_code(*status) == 5);
+  CHECK(exit_code_when_done(dlock) == 5);
 }
 
 TEST_CASE("dlock takes the URL from DLOCK_URL when none is given", "[contract][cli]") {
@@ -276,7 +253,5 @@ TEST_CASE("dlock takes the URL from DLOCK_URL when none is given", "[contract][c
   child_process dlock({support::cli_path(), name, "--", "/bin/echo", "ran"},
                       {"DLOCK_URL=" + backend().url()});
   CHECK(dlock.read_line(60s) == std::optional<std::string>("ran"));
-  const auto status = dlock.wait(60s);
-  REQUIRE(status);
-  CHECK(exit_code(*status) == 0);
+  CHECK(exit_code_when_done(dlock) == 0);
 }
