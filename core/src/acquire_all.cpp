@@ -98,10 +98,7 @@ void lock_set::release() {
 bool lock_set::lost() const noexcept { return !state_ || state_->any_lost.stop_requested(); }
 
 std::stop_token lock_set::lost_token() const noexcept {
-  if (state_) return state_->any_lost.get_token();
-  std::stop_source stopped;
-  stopped.request_stop();
-  return stopped.get_token();
+  return state_ ? state_->any_lost.get_token() : lock_handle{}.lost_token();  // stopped
 }
 
 namespace detail {

@@ -70,3 +70,11 @@ TEST_CASE("max_hold in any provider URL sets the provider's default maximum hold
   CHECK(support::wait_until([&] { return held.lost(); }, std::chrono::seconds(30)));
   CHECK_THROWS_WITH(dlock::make_provider("memory:///x?max_hold=soon"), Catch::Contains("max_hold"));
 }
+
+TEST_CASE("memory URLs take a domain and nothing else", "[core][url][memory]") {
+  CHECK(dlock::make_provider("memory://")->endpoint() == "(default domain)");
+  CHECK(dlock::make_provider("memory:///tests")->endpoint() == "tests");
+  CHECK_THROWS_WITH(dlock::make_provider("memory://somehost/x"),
+                    Catch::Contains("must not name a host"));
+  CHECK_THROWS_WITH(dlock::make_provider("memory:///x?colour=blue"), Catch::Contains("colour"));
+}
