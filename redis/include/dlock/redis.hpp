@@ -1,0 +1,5 @@
+// dlock/redis.hpp: the Redis backend (one server, or RedLock over several).
+#pragma once
+
+#include <dlock/core.hpp>
+#include <dlock/redis/provider.hpp>

@@ -1,0 +1,169 @@
+// Private to dlock::redis: one server's connections (commands and subscriptions) over hiredis.
+//
+// Everything here runs on the backend's io thread: hiredis contexts are not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <dlock/core/detail/unique_function.hpp>
+
+struct redisAsyncContext;
+
+namespace dlock::redis::detail {
+
+/// A reply copied out of hiredis (which frees its own after the callback).
+struct reply {
+  enum class kind { string, array, integer, nil, status, error };
+  kind type = kind::nil;
+  long long integer = 0;
+  std::string text;             ///< string, status and error replies
+  std::vector<reply> elements;  ///< arrays
+  bool is_error() const noexcept { return type == kind::error; }
+};
+
+/// A command's outcome: `failure` says why no reply came (connection refused or lost, no reply
+/// in time, handshake refused); otherwise `value` is the server's reply, which may be an error.
+struct command_result {
+  std::optional<std::string> failure;
+  reply value;
+};
+
+using reply_handler = dlock::detail::unique_function<void(command_result)>;
+
+/// How to reach and log in to one server.
+struct server_settings {
+  std::string host;
+  std::uint16_t port = 6379;
+  std::string user;                     ///< ACL user; empty: the default user
+  std::optional<std::string> password;  ///< never shown in any message
+  int database = 0;
+  std::chrono::nanoseconds command_timeout = std::chrono::seconds(5);
+  std::string client_name = "dlock";
+};
+
+/// One hiredis async connection that (re)connects on demand, logs in (AUTH, SELECT, CLIENT
+/// SETNAME) before any other command is sent, and fails every command still waiting for a reply
+/// once the oldest has waited longer than the command timeout.
+class connection {
+ public:
+  /// `on_down` runs (on the io thread) each time an established connection is lost.
+  connection(boost::asio::any_io_executor executor, const server_settings& settings,
+             bool for_subscriptions, std::function<void()> on_down);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  /// Sends `arguments` (connecting first if needed); `done` runs once, never inside this call.
+  void command(std::vector<std::string> arguments, reply_handler done);
+
+  /// Sends a (UN)SUBSCRIBE whose replies and messages go to `callback` with `privdata`, as
+  /// hiredis routes subscription traffic (connecting first if needed).
+  void subscription_command(std::vector<std::string> arguments,
+                            void (*callback)(redisAsyncContext*, void*, void*), void* privdata);
+
+  /// Drops the connection now: every command waiting for a reply fails with `why`.
+  void drop(const std::string& why);
+
+ private:
+  enum class state { down, logging_in, ready };
+  struct pending_command;
+
+  void connect();
+  void log_in();
+  void became_ready();
+  void fail_waiting(const std::string& why);
+  void send(const std::vector<std::string>& arguments, void (*callback)(redisAsyncContext*, void*, void*),
+            void* privdata, bool timed);
+  void arm_timeout();
+  std::string failure_text() const;
+
+  static void on_connect(const redisAsyncContext* context, int status);
+  static void on_disconnect(const redisAsyncContext* context, int status);
+  static void on_reply(redisAsyncContext* context, void* raw_reply, void* privdata);
+
+  boost::asio::any_io_executor executor_;
+  const server_settings& settings_;
+  bool for_subscriptions_;
+  std::function<void()> on_down_;
+  redisAsyncContext* context_ = nullptr;
+  state state_ = state::down;
+  std::string last_error_;
+  bool closing_ = false;
+  /// Sends to make once logged in; called with the failure instead if logging in fails.
+  std::vector<dlock::detail::unique_function<void(const std::string* failure)>> waiting_;
+  std::deque<std::chrono::steady_clock::time_point> outstanding_;
+  boost::asio::steady_timer timeout_timer_;
+  bool timer_armed_ = false;
+};
+
+/// What a waiter hears on its name's release channel.
+enum class channel_event { subscribed, released, lost };
+
+class channel_listener {
+ public:
+  virtual ~channel_listener() = default;
+  /// Runs on the io thread, never inside node::listen or node::unlisten.
+  virtual void on_channel_event(channel_event event) = 0;
+};
+
+/// One server: a command connection and one subscriber connection shared by every waiter of
+/// the provider, with one SUBSCRIBE per channel however many wait on it.
+class node {
+ public:
+  node(boost::asio::any_io_executor executor, server_settings settings);
+  ~node();
+
+  /// "host:port", for messages.
+  const std::string& endpoint() const noexcept { return endpoint_; }
+  const server_settings& settings() const noexcept { return settings_; }
+
+  void command(std::vector<std::string> arguments, reply_handler done) {
+    commands_.command(std::move(arguments), std::move(done));
+  }
+
+  /// Adds `listener` to `channel`, subscribing if it is the first; it hears `subscribed` once
+  /// the server confirmed the subscription, then `released` per message, or `lost` when the
+  /// subscriber connection dropped (the listener is removed then).
+  void listen(const std::string& channel, const std::shared_ptr<channel_listener>& listener);
+  /// Removes `listener`; unsubscribes when it was the last. No-op when not listening.
+  void unlisten(const std::string& channel, const channel_listener* listener);
+
+  /// Channels with a subscription (for tests of what a cancelled wait leaves behind).
+  std::size_t channels_in_use() const noexcept { return channels_.size(); }
+
+  /// Drops both connections, as a lost connection would (for fault handling).
+  void drop(const std::string& why);
+
+ private:
+  enum class subscription { subscribing, subscribed, unsubscribing };
+  struct channel {
+    subscription state = subscription::subscribing;
+    std::vector<std::shared_ptr<channel_listener>> listeners;
+  };
+
+  static void on_subscription_reply(redisAsyncContext* context, void* raw_reply, void* privdata);
+  void subscription_reply(const reply& message);
+  void subscriber_down();
+  void send_subscription(const char* verb, const std::string& channel);
+  void notify(std::vector<std::shared_ptr<channel_listener>> listeners, channel_event event);
+
+  boost::asio::any_io_executor executor_;
+  server_settings settings_;
+  std::string endpoint_;
+  std::map<std::string, channel> channels_;
+  connection commands_;
+  connection subscriber_;
+};
+
+}  // namespace dlock::redis::detail

@@ -1,0 +1,125 @@
+// Private to dlock::redis: the backend behind dlock::redis::provider.
+//
+// All Redis traffic runs on the backend's network thread (hiredis contexts are not
+// thread-safe): acquires (redis_acquire in redis_backend.cpp), the watchdog, and releases,
+// which callers on other threads post there and wait for.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <dlock/core/backend.hpp>
+#include <dlock/core/io_thread.hpp>
+#include <dlock/redis/provider.hpp>
+
+#include "connection.hpp"
+#include "scripts.hpp"
+
+namespace dlock::redis::detail {
+
+/// The keys and channel of one name of one primitive, and the kind the scripts dispatch on.
+struct key_set {
+  std::string kind;  ///< "lock", "read", "write" or "sem"
+  std::vector<std::string> keys;
+  std::string channel;
+};
+
+/// What the watchdog knows of one held grant. Guarded by the backend's mutex.
+struct held_grant {
+  std::string name;
+  key_set keys;
+  std::string token;
+  std::chrono::steady_clock::time_point valid_until;
+  std::stop_source lost;
+  bool registered = true;
+};
+
+/// Settles a fan-out to every node: one result per node, in node order.
+using fan_out_handler = dlock::detail::unique_function<void(std::vector<command_result>)>;
+
+class redis_backend final : public dlock::backend,
+                            public std::enable_shared_from_this<redis_backend> {
+ public:
+  /// Throws std::invalid_argument for an invalid option.
+  explicit redis_backend(options opts);
+  ~redis_backend() override;
+
+  std::string_view scheme() const noexcept override { return "redis"; }
+  std::string endpoint() const override { return endpoint_; }
+  boost::asio::any_io_executor executor() const override { return io_->executor(); }
+  bool running_in_this_thread() const noexcept override {
+    return io_->running_in_this_thread() || network_->running_in_this_thread();
+  }
+  std::optional<std::uint32_t> free_slots(const acquire_request& request) override;
+  std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
+                                                   acquire_completion done) override;
+
+  boost::asio::any_io_executor network_executor() const { return network_->executor(); }
+  const options& settings() const noexcept { return options_; }
+  std::size_t node_count() const noexcept { return nodes_.size(); }
+  std::size_t majority() const noexcept { return nodes_.size() / 2 + 1; }
+  node& node_at(std::size_t i) { return *nodes_[i]; }
+  /// The RedLock clock-drift allowance: 1 % of the expiry plus 2 ms.
+  std::chrono::nanoseconds drift() const noexcept;
+
+  /// The keys of `name` for a request of this kind and mode.
+  key_set keys_for(const acquire_request& request) const;
+  std::string lock_key(std::string_view name) const;
+
+  /// Runs `script` on node `i` by SHA, sending its source after NOSCRIPT. On the network thread.
+  void eval(std::size_t i, const script& which, const key_set& keys,
+            std::vector<std::string> arguments, reply_handler done);
+  /// Runs `script` on every node at once; `done` gets every node's result. On the network thread.
+  void eval_everywhere(const script& which, const key_set& keys,
+                       const std::vector<std::string>& arguments, fan_out_handler done);
+  /// Sends `arguments` to every node at once. On the network thread.
+  void command_everywhere(const std::vector<std::string>& arguments, fan_out_handler done);
+
+  /// "dlock: redis <endpoint>: <what> for lock '<name>'".
+  std::string message(const std::string& what, const std::string& name) const;
+  /// The endpoints of the nodes whose results failed, comma-separated, with their failures.
+  std::string failures(const std::vector<command_result>& results) const;
+
+  /// Puts a new grant under the watchdog.
+  void watch(const std::shared_ptr<held_grant>& grant);
+  /// Releases `grant`: stops extending it first, then deletes it on every node. Waits for the
+  /// answer unless called on the io thread or `wait` is false.
+  /// Throws connection_error (when waiting) if no majority of nodes confirmed.
+  void release(const std::shared_ptr<held_grant>& grant, bool wait);
+
+  /// Subscriptions in use on every node (for tests of what a cancelled wait leaves behind).
+  std::size_t channels_in_use();
+
+ private:
+  void schedule_watchdog();
+  void watchdog_tick();
+  void extend(const std::shared_ptr<held_grant>& grant);
+  /// Posts `work` to the network thread and waits up to `timeout` for the promise it fulfils.
+  /// Throws connection_error with `timed_out` when no answer came in time.
+  template <typename Result, typename Work>
+  Result call_on_io_thread(Work work, std::chrono::nanoseconds timeout,
+                           const std::string& timed_out);
+
+  options options_;
+  std::string endpoint_;
+  /// The provider's executor, for core's timers and the user's handlers.
+  std::unique_ptr<io_thread> io_;
+  /// All Redis traffic, the watchdog included: a handler that blocks the provider's executor
+  /// delays no extension and no release.
+  std::unique_ptr<io_thread> network_;
+  std::vector<std::unique_ptr<node>> nodes_;
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<held_grant>> held_;
+  bool watchdog_running_ = false;
+  std::chrono::steady_clock::time_point next_extension_;
+  std::optional<boost::asio::steady_timer> watchdog_timer_;
+};
+
+}  // namespace dlock::redis::detail

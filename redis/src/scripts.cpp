@@ -1,0 +1,160 @@
+#include "scripts.hpp"
+
+#include <dlock/core/naming.hpp>
+
+namespace dlock::redis::detail {
+
+namespace {
+
+// Server time in ms: holder scores in sorted sets are compared with it, so that every client
+// agrees on when a lease of a reader or a semaphore slot ran out.
+constexpr const char* now_function = R"lua(
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+)lua";
+
+// KEYS: lock: {key, fence}; read/write: {writer, fence, readers, waiting writers};
+// sem: {holders, fence, max_count}.
+constexpr const char* acquire_body = R"lua(
+local token, expiry, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local proposal, max_count = tonumber(ARGV[4]), tonumber(ARGV[5])
+if proposal > 0 then
+  local current = tonumber(redis.call('GET', KEYS[2]) or '0')
+  if current >= proposal then return {-1, current} end
+end
+local function fence()
+  if proposal == 0 then return redis.call('INCR', KEYS[2]) end
+  redis.call('SET', KEYS[2], proposal)
+  return proposal
+end
+if kind == 'lock' then
+  if redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then return {1, fence()} end
+  return {0, redis.call('PTTL', KEYS[1])}
+end
+local now = now_ms()
+local function first_expiry(set)
+  local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+  if first[2] then return tonumber(first[2]) - now end
+  return expiry
+end
+if kind == 'sem' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  local count = redis.call('ZCARD', KEYS[1])
+  if count == 0 then
+    redis.call('SET', KEYS[3], max_count, 'PX', expiry)
+  else
+    local stored = tonumber(redis.call('GET', KEYS[3]) or max_count)
+    if stored ~= max_count then return {-2, stored} end
+  end
+  if count < max_count then
+    redis.call('ZADD', KEYS[1], now + expiry, token)
+    redis.call('PEXPIRE', KEYS[1], expiry)
+    redis.call('PEXPIRE', KEYS[3], expiry)
+    return {1, fence()}
+  end
+  return {0, first_expiry(KEYS[1])}
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+local writer_ttl = redis.call('PTTL', KEYS[1])
+if kind == 'read' then
+  if writer_ttl == -2 and redis.call('ZCARD', KEYS[4]) == 0 then
+    redis.call('ZADD', KEYS[3], now + expiry, token)
+    redis.call('PEXPIRE', KEYS[3], expiry)
+    return {1, fence()}
+  end
+  if writer_ttl >= 0 then return {0, writer_ttl} end
+  return {0, first_expiry(KEYS[4])}
+end
+if writer_ttl == -2 and redis.call('ZCARD', KEYS[3]) == 0 then
+  redis.call('SET', KEYS[1], token, 'PX', expiry)
+  redis.call('ZREM', KEYS[4], token)
+  return {1, fence()}
+end
+if ARGV[6] == '1' then
+  redis.call('ZADD', KEYS[4], now + expiry, token)
+  redis.call('PEXPIRE', KEYS[4], expiry)
+end
+if writer_ttl >= 0 then return {0, writer_ttl} end
+return {0, first_expiry(KEYS[3])}
+)lua";
+
+constexpr const char* release_body = R"lua(
+local token, kind = ARGV[1], ARGV[2]
+local released = 0
+if kind == 'lock' or kind == 'write' then
+  if redis.call('GET', KEYS[1]) == token then
+    redis.call('DEL', KEYS[1])
+    released = 1
+  end
+elseif kind == 'read' then
+  released = redis.call('ZREM', KEYS[3], token)
+elseif kind == 'sem' then
+  released = redis.call('ZREM', KEYS[1], token)
+  if released == 1 and redis.call('ZCARD', KEYS[1]) == 0 then redis.call('DEL', KEYS[3]) end
+elseif kind == 'withdraw' then
+  released = redis.call('ZREM', KEYS[4], token)
+end
+if released == 1 then redis.call('PUBLISH', ARGV[3], 'released') end
+return released
+)lua";
+
+constexpr const char* extend_body = R"lua(
+local token, kind, expiry = ARGV[1], ARGV[2], tonumber(ARGV[3])
+if kind == 'lock' or kind == 'write' then
+  if redis.call('GET', KEYS[1]) == token then
+    redis.call('PEXPIRE', KEYS[1], expiry)
+    return 1
+  end
+  return 0
+end
+local now = now_ms()
+local set = KEYS[1]
+if kind == 'read' then set = KEYS[3] end
+local score = redis.call('ZSCORE', set, token)
+if not score or tonumber(score) <= now then return 0 end
+redis.call('ZADD', set, 'XX', now + expiry, token)
+redis.call('PEXPIRE', set, expiry)
+if kind == 'sem' then redis.call('PEXPIRE', KEYS[3], expiry) end
+return 1
+)lua";
+
+constexpr const char* count_body = R"lua(
+local max_count = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms())
+local count = redis.call('ZCARD', KEYS[1])
+local stored = redis.call('GET', KEYS[3])
+if count > 0 and stored and tonumber(stored) ~= max_count then return {-2, tonumber(stored)} end
+return {count, max_count}
+)lua";
+
+script make_script(std::string source) {
+  std::string sha1 = naming::sha1_hex(source);
+  return script{std::move(source), std::move(sha1)};
+}
+
+}  // namespace
+
+const script& acquire_script() {
+  static const script instance = make_script(std::string(now_function) + acquire_body);
+  return instance;
+}
+
+const script& release_script() {
+  static const script instance = make_script(release_body);
+  return instance;
+}
+
+const script& extend_script() {
+  static const script instance = make_script(std::string(now_function) + extend_body);
+  return instance;
+}
+
+const script& count_script() {
+  static const script instance = make_script(std::string(now_function) + count_body);
+  return instance;
+}
+
+}  // namespace dlock::redis::detail

@@ -1,0 +1,35 @@
+// Private to dlock::redis: the Lua scripts that make each step atomic on a server.
+//
+// Every script takes the same KEYS of a name (keys.hpp: key_set) and dispatches on a kind
+// argument: "lock" (an exclusive lock), "read" and "write" (a reader-writer lock), "sem" (a
+// semaphore). They are called by SHA (EVALSHA) and sent in full (EVAL) only after NOSCRIPT.
+#pragma once
+
+#include <string>
+
+namespace dlock::redis::detail {
+
+struct script {
+  std::string source;
+  std::string sha1;  ///< of source, as SCRIPT LOAD would answer
+};
+
+/// ARGV: token, expiry ms, kind, proposal (0: bump the counter; else a RedLock proposal),
+/// max_count, queue ("1": a writer that will wait registers so that new readers hold back).
+/// Returns {1, fencing token} granted; {0, ms until it may free} taken (-1: no expiry);
+/// {-1, counter} the proposal is not above this node's counter; {-2, stored max_count} the
+/// semaphore is in use with another max_count.
+const script& acquire_script();
+
+/// ARGV: token, kind ("withdraw": a waiting writer leaves the queue), channel. Deletes the
+/// grant if it is still ours, then PUBLISHes on the channel. Returns 1 if it was ours.
+const script& release_script();
+
+/// ARGV: token, kind, expiry ms. Extends the grant if it is still ours and unexpired; never
+/// re-creates it. Returns 1 if extended, 0 if not ours.
+const script& extend_script();
+
+/// KEYS of a semaphore; ARGV: max_count. Returns {holders, max_count} or {-2, stored}.
+const script& count_script();
+
+}  // namespace dlock::redis::detail
