@@ -65,6 +65,7 @@ void register_scheme() {
       opts.command_timeout = parse_duration("command_timeout", *value);
     }
     if (auto value = url.take_option("prefix")) opts.key_prefix = *value;
+    if (auto value = url.take_option("client_name")) opts.client_name = *value;
     if (auto value = url.take_option("plain_keys")) {
       opts.plain_keys = parse_bool("plain_keys", *value);
     }

@@ -86,6 +86,11 @@ options validated(options opts) {
   if (opts.command_timeout < std::chrono::nanoseconds::zero()) {
     throw std::invalid_argument("dlock: redis options: command_timeout must not be negative");
   }
+  if (opts.client_name.empty() ||
+      opts.client_name.find_first_of(" \t\r\n") != std::string::npos) {
+    throw std::invalid_argument(
+        "dlock: redis options: client_name must be a non-empty word without spaces");
+  }
   if (opts.database < 0) {
     throw std::invalid_argument("dlock: redis options: database must not be negative");
   }
@@ -408,7 +413,7 @@ redis_backend::redis_backend(options opts)
                         .password = options_.password,
                         .database = options_.database,
                         .command_timeout = options_.command_timeout,
-                        .client_name = "dlock"}));
+                        .client_name = options_.client_name}));
   }
   watchdog_timer_.emplace(network_->executor());
 }

@@ -53,6 +53,8 @@ struct options {
   /// other clients that lock this way exclude each other. Reader-writer locks and semaphores
   /// are unaffected.
   bool plain_keys = false;
+  /// The connections' name in CLIENT LIST (CLIENT SETNAME), to find or end them there.
+  std::string client_name = "dlock";
   /// Receives errors of background work (the watchdog) and of releases in destructors.
   error_handler on_error;
 };
@@ -86,7 +88,8 @@ class provider : public dlock::provider {
 
 /// Registers the `redis://` scheme with dlock::make_provider:
 /// `redis://[user:password@]host[:port][,host[:port]...][/db][?options]` with options
-/// expiry=30s, extend_every=10s, command_timeout=5s, prefix=dlock:, plain_keys=false.
+/// expiry=30s, extend_every=10s, command_timeout=5s, prefix=dlock:, plain_keys=false,
+/// client_name=dlock.
 /// Several hosts mean RedLock.
 void register_scheme();
 

@@ -1,0 +1,185 @@
+// dlock::redis beyond the contract suite, against the real test server: bad input, what a
+// cancelled wait leaves behind, plain-key interoperability with redis-cli, scripts flushed.
+#include <catch2/catch.hpp>
+
+#include <future>
+
+#include <boost/asio/use_future.hpp>
+#include <dlock/dlock.hpp>
+
+#include "redis_test_support.hpp"
+
+using namespace std::chrono_literals;
+using redis_test::endpoint;
+using redis_test::redis_cli;
+using support::unique_name;
+using support::wait_until;
+
+namespace {
+
+std::string prefix() {
+  static const std::string value = unique_name("redis-test") + ":";
+  return value;
+}
+
+std::string url(const std::string& options = "") {
+  return endpoint() + "?expiry=2s&prefix=" + prefix() + (options.empty() ? "" : "&" + options);
+}
+
+}  // namespace
+
+TEST_CASE("an unreachable server is a connection_error naming it", "[redis][errors]") {
+  auto locks = dlock::make_provider("redis://127.0.0.1:1");
+  REQUIRE_THROWS_AS(locks->create_lock("x").try_acquire(), dlock::connection_error);
+  REQUIRE_THROWS_WITH(locks->create_lock("x").acquire(1s),
+                      Catch::Contains("127.0.0.1:1") && Catch::Contains("cannot connect"));
+}
+
+TEST_CASE("a wrong password is a connection_error that never shows the password",
+          "[redis][errors]") {
+  const std::string user = unique_name("user");
+  redis_cli({"ACL", "SETUSER", user, "on", ">right-password", "~*", "&*", "+@all"});
+  auto wrong = dlock::make_provider("redis://" + user + ":not-the-password@" +
+                                    endpoint().substr(8) + "?prefix=" + prefix());
+  try {
+    (void)wrong->create_lock("x").try_acquire();
+    FAIL("acquired with a wrong password");
+  } catch (const dlock::connection_error& e) {
+    const std::string message = e.what();
+    CHECK_THAT(message, Catch::Contains("authentication failed") &&
+                            Catch::Contains(endpoint().substr(8)));
+    CHECK_THAT(message, !Catch::Contains("not-the-password") && !Catch::Contains("right-password"));
+  }
+  // Nothing ran as the default user behind the refused AUTH.
+  CHECK(redis_cli({"EXISTS", prefix() + "{x}"}) == "0");
+  auto right = dlock::make_provider("redis://" + user + ":right-password@" +
+                                    endpoint().substr(8) + "?prefix=" + prefix());
+  CHECK(right->create_lock("x").try_acquire());
+  redis_cli({"ACL", "DELUSER", user});
+}
+
+TEST_CASE("bad URLs and options are invalid_argument naming the field, never the password",
+          "[redis][errors]") {
+  const std::string host = endpoint().substr(8);
+  CHECK_THROWS_WITH(dlock::make_provider("redis://" + host + "/first"),
+                    Catch::Contains("database"));
+  CHECK_THROWS_WITH(dlock::make_provider("redis://u:secret-pw@" + host + "?expiri=3s"),
+                    Catch::Contains("expiri") && !Catch::Contains("secret-pw"));
+  CHECK_THROWS_WITH(dlock::make_provider("redis://" + host + "?expiry=3"),
+                    Catch::Contains("expiry"));
+  CHECK_THROWS_WITH(dlock::make_provider("redis://" + host + "?expiry=3s&extend_every=5s"),
+                    Catch::Contains("extend_every"));
+  CHECK_THROWS_WITH(dlock::make_provider("redis://" + host + "?expiry=1ms"),
+                    Catch::Contains("expiry"));
+  CHECK_THROWS_WITH(dlock::make_provider("redis://" + host + "?plain_keys=maybe"),
+                    Catch::Contains("plain_keys"));
+  CHECK_THROWS_AS(dlock::make_provider("redis:///0"), std::invalid_argument);
+}
+
+TEST_CASE("a database other than 0 holds the keys", "[redis]") {
+  auto locks = dlock::make_provider(endpoint() + "/3?prefix=" + prefix());
+  const auto name = unique_name("db");
+  auto held = locks->create_lock(name).acquire(5s);
+  CHECK(redis_cli({"-n", "3", "EXISTS", prefix() + "{" + name + "}"}) == "1");
+  CHECK(redis_cli({"EXISTS", prefix() + "{" + name + "}"}) == "0");
+}
+
+TEST_CASE("a stop request or timeout while waiting leaves no key, queue entry or subscription",
+          "[redis][cancel]") {
+  auto holder = dlock::make_provider(url());
+  auto waiter = dlock::make_provider(url());
+  const auto name = unique_name("cancel");
+  const std::string tag = prefix() + "{" + name + "}";
+  auto subscribers = [&](const std::string& channel) {
+    return redis_cli({"PUBSUB", "NUMSUB", channel});
+  };
+
+  SECTION("lock") {
+    auto held = holder->create_lock(name).acquire(5s);
+    std::stop_source stop;
+    auto waiting = waiter->create_lock(name).async_try_acquire(60s, stop.get_token(),
+                                                               boost::asio::use_future);
+    REQUIRE(wait_until([&] { return subscribers(tag + ":released") == tag + ":released\n1"; }));
+    stop.request_stop();
+    REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
+    CHECK_FALSE(waiting.get());
+    CHECK(wait_until([&] { return subscribers(tag + ":released") == tag + ":released\n0"; }));
+  }
+  SECTION("writer") {
+    auto reader = holder->create_reader_writer_lock(name).acquire_read(5s);
+    CHECK_FALSE(waiter->create_reader_writer_lock(name).try_acquire_write(200ms));
+    CHECK(redis_cli({"ZCARD", tag + ":rw:waiting"}) == "0");
+    CHECK(wait_until([&] { return subscribers(tag + ":rw:released") == tag + ":rw:released\n0"; }));
+    // The withdrawn writer no longer holds back new readers.
+    CHECK(waiter->create_reader_writer_lock(name).try_acquire_read());
+  }
+  SECTION("semaphore") {
+    auto slot = holder->create_semaphore(name, 1).acquire(5s);
+    CHECK_FALSE(waiter->create_semaphore(name, 1).try_acquire(200ms));
+    CHECK(redis_cli({"ZCARD", tag + ":sem"}) == "1");
+    CHECK(wait_until([&] { return subscribers(tag + ":sem:released") == tag + ":sem:released\n0"; }));
+  }
+}
+
+TEST_CASE("released grants leave no keys but the fencing counter", "[redis]") {
+  auto locks = dlock::make_provider(url());
+  const auto name = unique_name("clean");
+  const std::string tag = prefix() + "{" + name + "}";
+  locks->create_lock(name).acquire(5s).release();
+  locks->create_reader_writer_lock(name).acquire_read(5s).release();
+  locks->create_reader_writer_lock(name).acquire_write(5s).release();
+  locks->create_semaphore(name, 2).acquire(5s).release();
+  CHECK(redis_cli({"--scan", "--pattern", tag + "*"}) == tag + ":fence");
+}
+
+TEST_CASE("a semaphore used with another max_count is an error naming both counts",
+          "[redis][semaphore]") {
+  auto locks = dlock::make_provider(url());
+  const auto name = unique_name("max-count");
+  auto slot = locks->create_semaphore(name, 3).acquire(5s);
+  REQUIRE_THROWS_AS(locks->create_semaphore(name, 4).try_acquire(), std::invalid_argument);
+  REQUIRE_THROWS_WITH(locks->create_semaphore(name, 4).try_acquire(),
+                      Catch::Contains("max_count 4") && Catch::Contains("3"));
+}
+
+TEST_CASE("a waiting writer holds back new readers", "[redis][rw]") {
+  auto a = dlock::make_provider(url());
+  auto b = dlock::make_provider(url());
+  const auto name = unique_name("writer-first");
+  auto reader = a->create_reader_writer_lock(name).acquire_read(5s);
+  auto writer = b->create_reader_writer_lock(name).async_acquire_write(30s, {},
+                                                                       boost::asio::use_future);
+  const std::string waiting = prefix() + "{" + name + "}:rw:waiting";
+  REQUIRE(wait_until([&] { return redis_cli({"ZCARD", waiting}) == "1"; }));
+  CHECK_FALSE(a->create_reader_writer_lock(name).try_acquire_read());
+  reader.release();
+  REQUIRE(writer.wait_for(10s) == std::future_status::ready);
+  CHECK(writer.get());
+}
+
+TEST_CASE("scripts flushed from the server are sent again", "[redis]") {
+  auto locks = dlock::make_provider(url());
+  const auto name = unique_name("noscript");
+  locks->create_lock(name).acquire(5s).release();
+  redis_cli({"SCRIPT", "FLUSH"});
+  auto held = locks->create_lock(name).acquire(5s);
+  CHECK_FALSE(held.lost());
+}
+
+TEST_CASE("in plain-key mode dlock and redis-cli SET NX PX exclude each other",
+          "[redis][plain]") {
+  auto locks = dlock::make_provider(url("plain_keys=true"));
+  const auto name = unique_name("plain");
+  const std::string key = prefix() + name;
+
+  REQUIRE(redis_cli({"SET", key, "held-by-redis-cli", "NX", "PX", "30000"}) == "OK");
+  CHECK_FALSE(locks->create_lock(name).try_acquire(100ms));
+  REQUIRE(redis_cli({"DEL", key}) == "1");
+
+  auto held = locks->create_lock(name).acquire(5s);
+  CHECK(redis_cli({"SET", key, "other", "NX", "PX", "30000"}).empty());  // nil: refused
+  CHECK(redis_cli({"GET", key}).size() == 32);                            // dlock's token
+  held.release();
+  CHECK(redis_cli({"SET", key, "other", "NX", "PX", "30000"}) == "OK");
+  redis_cli({"DEL", key});
+}
