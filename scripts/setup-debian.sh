@@ -10,7 +10,7 @@
 # start private instances with scripts/test-servers.sh, so nothing may listen on the default ports.
 set -euo pipefail
 
-build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux)
+build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhiredis-dev)
 server_packages=(redis-server redis-tools zookeeper default-jre-headless postgresql-15
                  postgresql-client-15 libhiredis-dev libpqxx-dev libzookeeper-mt-dev netcat-openbsd
                  iproute2 procps)

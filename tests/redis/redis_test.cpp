@@ -11,16 +11,13 @@
 
 using namespace std::chrono_literals;
 using redis_test::endpoint;
+using redis_test::key_of;
+using redis_test::prefix;
 using redis_test::redis_cli;
 using support::unique_name;
 using support::wait_until;
 
 namespace {
-
-std::string prefix() {
-  static const std::string value = unique_name("redis-test") + ":";
-  return value;
-}
 
 std::string url(const std::string& options = "") {
   return endpoint() + "?expiry=2s&prefix=" + prefix() + (options.empty() ? "" : "&" + options);

@@ -10,6 +10,15 @@
 
 namespace redis_test {
 
+/// The key prefix of this test process, so that its keys never meet another's.
+inline const std::string& prefix() {
+  static const std::string value = support::unique_name("redis-test") + ":";
+  return value;
+}
+
+/// The key of the lock `name` under prefix().
+inline std::string key_of(const std::string& name) { return prefix() + "{" + name + "}"; }
+
 /// The single test server's URL, "redis://127.0.0.1:<port>".
 inline std::string endpoint() { return support::require_test_server_endpoint("DLOCK_TEST_REDIS"); }
 
