@@ -274,12 +274,12 @@ class redis_acquire final : public acquire_operation,
     }
     const auto validity =
         backend_->settings().expiry - (clock::now() - sent) - backend_->drift();
-    if (granted >= backend_->majority() && validity > std::chrono::nanoseconds::zero()) {
+    if (granted >= backend_->quorum(keys_) && validity > std::chrono::nanoseconds::zero()) {
       grant(sent + backend_->settings().expiry - backend_->drift(), fencing_token);
       return;
     }
     give_back_partial(granted);
-    if (answered < backend_->majority()) {
+    if (answered < backend_->quorum(keys_)) {
       attempt_failed(odd_reply.empty() ? backend_->failures(results) : odd_reply);
       return;
     }
@@ -545,7 +545,7 @@ std::optional<std::uint32_t> redis_backend::free_slots(const acquire_request& re
       [this, keys, max_count, name = request.name](
           const std::shared_ptr<std::promise<std::uint32_t>>& promise) {
         eval_everywhere(count_script(), keys, {std::to_string(max_count)},
-                        [this, promise, max_count, name](std::vector<command_result> results) {
+                        [this, promise, max_count, name, keys](std::vector<command_result> results) {
           long long held = 0;
           std::size_t answered = 0;
           for (const auto& r : results) {
@@ -560,7 +560,7 @@ std::optional<std::uint32_t> redis_backend::free_slots(const acquire_request& re
             ++answered;
             held = std::max(held, r.value.elements[0].integer);
           }
-          if (answered < majority()) {
+          if (answered < quorum(keys)) {
             promise->set_exception(
                 std::make_exception_ptr(connection_error(message(failures(results), name))));
             return;
@@ -656,12 +656,13 @@ void redis_backend::extend(const std::shared_ptr<held_grant>& grant) {
         {
           std::lock_guard lock(self->mutex_);
           if (!grant->registered) return;  // released or lost meanwhile
-          if (confirmed >= self->majority()) {
+          const std::size_t quorum = self->quorum(grant->keys);
+          if (confirmed >= quorum) {
             grant->valid_until = sent + self->options_.expiry - self->drift();
             return;
           }
-          // "Not ours" from enough nodes that a majority can no longer confirm: gone now.
-          if (not_ours > self->node_count() - self->majority()) {
+          // "Not ours" from enough nodes that a quorum can no longer confirm: gone now.
+          if (not_ours > self->node_count() - quorum) {
             grant->registered = false;
             std::erase(self->held_, grant);
             lost = true;

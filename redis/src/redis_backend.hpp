@@ -65,6 +65,12 @@ class redis_backend final : public dlock::backend,
   const options& settings() const noexcept { return options_; }
   std::size_t node_count() const noexcept { return nodes_.size(); }
   std::size_t majority() const noexcept { return nodes_.size() / 2 + 1; }
+  /// How many nodes must grant and keep confirming a grant of `keys`: a majority, but every
+  /// node for a semaphore. Majorities of different holders overlap in one node only, so with
+  /// slots counted per node they could admit more than max_count holders in all.
+  std::size_t quorum(const key_set& keys) const noexcept {
+    return keys.kind == "sem" ? nodes_.size() : majority();
+  }
   node& node_at(std::size_t i) { return *nodes_[i]; }
   /// The RedLock clock-drift allowance: 1 % of the expiry plus 2 ms.
   std::chrono::nanoseconds drift() const noexcept;
