@@ -1,0 +1,226 @@
+// dlock-redis-bench: the Redis backend beside the raw hiredis floor, in the same run.
+//
+//   dlock-redis-bench redis://127.0.0.1:6379 [--iterations N] [--handoffs N] [--seconds S]
+//                     [--held N]
+//
+// floor: one SET NX PX and one EVALSHA compare-and-delete on a raw synchronous hiredis
+//   connection, N times; then dlock's uncontended acquire + release, N times.
+// pub/sub round trip: PUBLISH on one raw connection until the message is read on another.
+// handoff: two processes take turns on one lock (bench_support.hpp), release to acquire.
+// contention: 8 processes acquire and release one name for S seconds: grants per second and
+//   the spread of grants per process.
+// watchdog: one provider holds N locks for S seconds: the server's commands per second and the
+//   client's CPU time meanwhile.
+// docs/benchmarks.md records the figures and the command that produced them.
+#include <hiredis/hiredis.h>
+#include <sys/resource.h>
+
+#include <memory>
+
+#include "bench_support.hpp"
+
+namespace {
+
+using namespace bench;
+
+struct context_deleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+using context_ptr = std::unique_ptr<redisContext, context_deleter>;
+
+struct reply_deleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
+
+context_ptr connect(const std::string& host, int port) {
+  context_ptr c(redisConnect(host.c_str(), port));
+  if (!c || c->err) throw std::runtime_error("cannot connect to " + host + ":" + std::to_string(port));
+  return c;
+}
+
+reply_ptr run(redisContext* c, const std::vector<std::string>& arguments) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  for (const auto& a : arguments) {
+    argv.push_back(a.data());
+    lengths.push_back(a.size());
+  }
+  reply_ptr r(static_cast<redisReply*>(
+      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lengths.data())));
+  if (!r) throw std::runtime_error(std::string("redis: ") + c->errstr);
+  if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error(std::string("redis: ") + r->str);
+  return r;
+}
+
+std::vector<double> raw_floor(redisContext* c, int iterations) {
+  const std::string release =
+      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
+      "return 0";
+  const std::string sha = run(c, {"SCRIPT", "LOAD", release})->str;
+  std::vector<double> samples;
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = clock_type::now();
+    run(c, {"SET", "dlock-bench:floor", "0123456789abcdef0123456789abcdef", "NX", "PX", "30000"});
+    run(c, {"EVALSHA", sha, "1", "dlock-bench:floor", "0123456789abcdef0123456789abcdef"});
+    samples.push_back(micros(clock_type::now() - start).count());
+  }
+  return samples;
+}
+
+std::vector<double> pubsub_round_trip(const std::string& host, int port, int iterations) {
+  auto subscriber = connect(host, port);
+  auto publisher = connect(host, port);
+  run(subscriber.get(), {"SUBSCRIBE", "dlock-bench:channel"});
+  std::vector<double> samples;
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = clock_type::now();
+    run(publisher.get(), {"PUBLISH", "dlock-bench:channel", "released"});
+    void* message = nullptr;
+    if (redisGetReply(subscriber.get(), &message) != REDIS_OK) {
+      throw std::runtime_error("subscriber lost");
+    }
+    samples.push_back(micros(clock_type::now() - start).count());
+    freeReplyObject(message);
+  }
+  return samples;
+}
+
+// Eight processes, forked before any of them has a provider (a process with threads must not
+// fork), each counting its grants into shared memory.
+void contention(const std::string& url, int seconds) {
+  constexpr int processes = 8;
+  void* memory = ::mmap(nullptr, sizeof(std::atomic<long>) * processes, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) throw std::runtime_error("mmap failed");
+  auto* grants = new (memory) std::atomic<long>[processes]{};
+  std::vector<pid_t> children;
+  for (int p = 0; p < processes; ++p) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      try {
+        auto provider = dlock::make_provider(url);
+        auto lock = provider->create_lock("contention");
+        const auto end = clock_type::now() + std::chrono::seconds(seconds);
+        while (clock_type::now() < end) {
+          dlock::lock_handle held = lock.acquire(std::chrono::seconds(30));
+          ++grants[p];
+        }
+        ::_exit(0);
+      } catch (const std::exception& e) {
+        std::cerr << "contender: " << e.what() << "\n";
+        ::_exit(1);
+      }
+    }
+    children.push_back(child);
+  }
+  for (pid_t child : children) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("contender failed");
+  }
+  long total = 0, fewest = grants[0], most = grants[0];
+  for (int p = 0; p < processes; ++p) {
+    total += grants[p];
+    fewest = std::min<long>(fewest, grants[p]);
+    most = std::max<long>(most, grants[p]);
+  }
+  std::printf("%-44s %9.0f grants/s   per process: fewest %ld, most %ld of %ld\n",
+              "8 processes contending for one name", static_cast<double>(total) / seconds, fewest,
+              most, total);
+  ::munmap(memory, sizeof(std::atomic<long>) * processes);
+}
+
+double cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+long commands_processed(redisContext* c) {
+  const std::string info = run(c, {"INFO", "stats"})->str;
+  const std::string field = "total_commands_processed:";
+  return std::stol(info.substr(info.find(field) + field.size()));
+}
+
+void watchdog_cost(const std::string& url, redisContext* c, int held_count, int seconds) {
+  auto provider = dlock::make_provider(url);
+  std::vector<dlock::lock_handle> held;
+  held.reserve(held_count);
+  for (int i = 0; i < held_count; ++i) {
+    held.push_back(provider->create_lock("held-" + std::to_string(i)).acquire());
+  }
+  const long commands_before = commands_processed(c);
+  const double cpu_before = cpu_seconds();
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  const long commands = commands_processed(c) - commands_before;
+  const double cpu = cpu_seconds() - cpu_before;
+  std::size_t lost = 0;
+  for (const auto& h : held) lost += h.lost();
+  std::printf("%-44s %9.0f commands/s at the server, client CPU %.1f %%, lost %zu\n",
+              ("watchdog with " + std::to_string(held_count) + " held locks").c_str(),
+              static_cast<double>(commands) / seconds, 100.0 * cpu / seconds, lost);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc < 2) {
+    std::cerr << "usage: dlock-redis-bench redis://host:port [--iterations N] [--handoffs N]"
+                 " [--seconds S] [--held N]\n";
+    return 64;
+  }
+  const std::string endpoint = argv[1];
+  int iterations = 20000, handoffs = 2000, seconds = 5, held_count = 10000;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string arg = argv[i];
+    const int value = std::stoi(argv[i + 1]);
+    if (arg == "--iterations") {
+      iterations = value;
+    } else if (arg == "--handoffs") {
+      handoffs = std::min(value, 100000);
+    } else if (arg == "--seconds") {
+      seconds = value;
+    } else if (arg == "--held") {
+      held_count = value;
+    } else {
+      std::cerr << "dlock-redis-bench: unknown option " << arg << "\n";
+      return 64;
+    }
+  }
+  const std::string url = endpoint + "?prefix=dlock-bench-" + std::to_string(::getpid()) + ":";
+  const auto host_port = endpoint.substr(endpoint.find("//") + 2);
+  const std::string host = host_port.substr(0, host_port.find(':'));
+  const int port = std::stoi(host_port.substr(host_port.find(':') + 1));
+  std::printf("dlock-redis-bench: %s\n", endpoint.c_str());
+
+  // Processes are forked first, before this one has threads.
+  const auto handoff_samples = handoff(url, handoffs, 2'000'000);
+  contention(url, seconds);
+
+  auto raw = connect(host, port);
+  {
+    auto provider = dlock::make_provider(url);
+    auto lock = provider->create_lock("uncontended");
+    uncontended(lock, iterations / 10);  // warm-up
+    raw_floor(raw.get(), iterations / 10);
+    const auto floor = summarize(raw_floor(raw.get(), iterations));
+    const auto ours = summarize(uncontended(lock, iterations));
+    print_row("raw SET NX PX + EVALSHA delete (the floor)", floor, iterations);
+    print_row("dlock acquire+release, uncontended", ours, iterations);
+    std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
+  }
+  const auto pubsub = summarize(pubsub_round_trip(host, port, iterations / 10));
+  const auto handed = summarize(handoff_samples);
+  print_row("raw pub/sub round trip", pubsub, iterations / 10);
+  print_row("dlock handoff between two processes", handed, handoff_samples.size());
+  std::printf("%-44s median %9.2fx\n", "handoff / pub/sub round trip",
+              handed.median_us / pubsub.median_us);
+  watchdog_cost(endpoint + "?expiry=3s&prefix=dlock-bench-watchdog-" + std::to_string(::getpid()) + ":",
+                raw.get(), held_count, seconds);
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "dlock-redis-bench: " << e.what() << "\n";
+  return 1;
+}
