@@ -10,8 +10,6 @@
 
 namespace dlock::redis::detail {
 
-namespace {
-
 reply copy_reply(const redisReply& from) {
   reply to;
   switch (from.type) {
@@ -28,12 +26,115 @@ reply copy_reply(const redisReply& from) {
   return to;
 }
 
+namespace {
+
 std::string milliseconds_text(std::chrono::nanoseconds duration) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(duration).count()) +
          " ms";
 }
 
 }  // namespace
+
+std::vector<log_in_step> log_in_steps(const server_settings& settings, bool for_subscriptions) {
+  std::vector<log_in_step> steps;
+  if (settings.password) {
+    std::vector<std::string> auth{"AUTH"};
+    if (!settings.user.empty()) auth.push_back(settings.user);
+    auth.push_back(*settings.password);
+    steps.push_back({std::move(auth), "authentication failed"});
+  }
+  if (settings.database != 0 && !for_subscriptions) {
+    steps.push_back({{"SELECT", std::to_string(settings.database)},
+                     "SELECT " + std::to_string(settings.database) + " failed"});
+  }
+  steps.push_back({{"CLIENT", "SETNAME", settings.client_name}, "CLIENT SETNAME failed"});
+  return steps;
+}
+
+namespace {
+
+timeval to_timeval(std::chrono::nanoseconds duration) {
+  const auto micro = std::chrono::duration_cast<std::chrono::microseconds>(duration).count();
+  return timeval{.tv_sec = static_cast<time_t>(micro / 1000000),
+                 .tv_usec = static_cast<suseconds_t>(micro % 1000000)};
+}
+
+/// Runs one command on a blocking context; nullopt failure text on success.
+command_result run_blocking(redisContext* context, const std::vector<std::string>& arguments) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  for (const auto& argument : arguments) {
+    argv.push_back(argument.data());
+    lengths.push_back(argument.size());
+  }
+  auto* raw = static_cast<redisReply*>(redisCommandArgv(
+      context, static_cast<int>(argv.size()), argv.data(), lengths.data()));
+  if (raw == nullptr) {
+    return command_result{.failure = std::string("connection lost: ") + context->errstr};
+  }
+  command_result result{.value = copy_reply(*raw)};
+  freeReplyObject(raw);
+  return result;
+}
+
+}  // namespace
+
+sync_connections::~sync_connections() {
+  for (redisContext* context : idle_) redisFree(context);
+}
+
+redisContext* sync_connections::connect(std::string& failure) {
+  redisContext* context = redisConnectWithTimeout(settings_.host.c_str(), settings_.port,
+                                                  to_timeval(settings_.command_timeout));
+  if (context == nullptr || context->err != 0) {
+    failure = "cannot connect: " + std::string(context ? context->errstr : "out of memory");
+    if (context != nullptr) redisFree(context);
+    return nullptr;
+  }
+  redisSetTimeout(context, to_timeval(settings_.command_timeout));
+  for (const auto& step : log_in_steps(settings_, false)) {
+    command_result result = run_blocking(context, step.command);
+    if (result.failure || result.value.is_error()) {
+      failure = result.failure ? *result.failure : step.failure + ": " + result.value.text;
+      redisFree(context);
+      return nullptr;
+    }
+  }
+  return context;
+}
+
+command_result sync_connections::command(const std::vector<std::string>& arguments) {
+  redisContext* context = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!idle_.empty()) {
+      context = idle_.back();
+      idle_.pop_back();
+    }
+  }
+  if (context != nullptr) {
+    command_result result = run_blocking(context, arguments);
+    if (!result.failure) {
+      std::lock_guard lock(mutex_);
+      idle_.push_back(context);
+      return result;
+    }
+    // An idle connection may have been closed meanwhile (CLIENT KILL, a server restart, an
+    // idle timeout): try once more on a new one.
+    redisFree(context);
+  }
+  std::string failure;
+  context = connect(failure);
+  if (context == nullptr) return command_result{.failure = failure};
+  command_result result = run_blocking(context, arguments);
+  if (result.failure) {
+    redisFree(context);
+  } else {
+    std::lock_guard lock(mutex_);
+    idle_.push_back(context);
+  }
+  return result;
+}
 
 struct connection::pending_command {
   reply_handler done;
@@ -176,24 +277,11 @@ void connection::connect() {
 // Logging in goes before any other command, and nothing else is sent until it succeeded: with
 // ACL users, commands pipelined behind a refused AUTH would run as the default user.
 void connection::log_in() {
-  std::vector<std::vector<std::string>> steps;
-  if (settings_.password) {
-    if (settings_.user.empty()) {
-      steps.push_back({"AUTH", *settings_.password});
-    } else {
-      steps.push_back({"AUTH", settings_.user, *settings_.password});
-    }
-  }
-  if (settings_.database != 0 && !for_subscriptions_) {
-    steps.push_back({"SELECT", std::to_string(settings_.database)});
-  }
-  steps.push_back({"CLIENT", "SETNAME", settings_.client_name});
+  auto steps = log_in_steps(settings_, for_subscriptions_);
   const std::size_t count = steps.size();
   for (std::size_t i = 0; i < count; ++i) {
     const bool last = i + 1 == count;
-    const std::string what = steps[i][0] == "AUTH"     ? "authentication failed"
-                             : steps[i][0] == "SELECT" ? "SELECT " + steps[i][1] + " failed"
-                                                       : "CLIENT SETNAME failed";
+    const std::string what = steps[i].failure;
     auto step_done = [this, last, what](command_result result) {
       if (state_ != state::logging_in) return;
       if (result.failure) {
@@ -212,7 +300,7 @@ void connection::log_in() {
         became_ready();
       }
     };
-    send(steps[i], &connection::on_reply, new pending_command{std::move(step_done)}, true);
+    send(steps[i].command, &connection::on_reply, new pending_command{std::move(step_done)}, true);
   }
 }
 
@@ -294,7 +382,8 @@ node::node(boost::asio::any_io_executor executor, server_settings settings)
       settings_(std::move(settings)),
       endpoint_(settings_.host + ":" + std::to_string(settings_.port)),
       commands_(executor, settings_, false, {}),
-      subscriber_(executor, settings_, true, [this] { subscriber_down(); }) {}
+      subscriber_(executor, settings_, true, [this] { subscriber_down(); }),
+      blocking_(settings_) {}
 
 node::~node() = default;
 

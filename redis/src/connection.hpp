@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@
 #include <dlock/core/detail/unique_function.hpp>
 
 struct redisAsyncContext;
+struct redisContext;
+struct redisReply;
 
 namespace dlock::redis::detail {
 
@@ -41,6 +44,9 @@ struct command_result {
 
 using reply_handler = dlock::detail::unique_function<void(command_result)>;
 
+/// Copies a hiredis reply.
+reply copy_reply(const redisReply& from);
+
 /// How to reach and log in to one server.
 struct server_settings {
   std::string host;
@@ -50,6 +56,38 @@ struct server_settings {
   int database = 0;
   std::chrono::nanoseconds command_timeout = std::chrono::seconds(5);
   std::string client_name = "dlock";
+};
+
+/// One step of logging in: the command and what its error reply means.
+struct log_in_step {
+  std::vector<std::string> command;
+  std::string failure;  ///< e.g. "authentication failed", followed by the server's words
+};
+
+/// AUTH (when there is a password), SELECT (a database other than 0, not for subscriptions)
+/// and CLIENT SETNAME, in that order.
+std::vector<log_in_step> log_in_steps(const server_settings& settings, bool for_subscriptions);
+
+/// Blocking connections for the caller's thread, kept in a pool: a blocking acquire's first
+/// attempt and a release on one server go there directly instead of through the network
+/// thread, which saves two thread hops on the uncontended path.
+class sync_connections {
+ public:
+  explicit sync_connections(const server_settings& settings) : settings_(settings) {}
+  ~sync_connections();
+  sync_connections(const sync_connections&) = delete;
+  sync_connections& operator=(const sync_connections&) = delete;
+
+  /// Sends `arguments` on an idle connection (a new one, logged in, when none is idle) and
+  /// waits at most the command timeout for the reply.
+  command_result command(const std::vector<std::string>& arguments);
+
+ private:
+  redisContext* connect(std::string& failure);
+
+  const server_settings& settings_;
+  std::mutex mutex_;
+  std::vector<redisContext*> idle_;
 };
 
 /// One hiredis async connection that (re)connects on demand, logs in (AUTH, SELECT, CLIENT
@@ -131,6 +169,10 @@ class node {
   void command(std::vector<std::string> arguments, reply_handler done) {
     commands_.command(std::move(arguments), std::move(done));
   }
+  /// Sends `arguments` on a blocking connection from the calling thread (any thread).
+  command_result command_here(const std::vector<std::string>& arguments) {
+    return blocking_.command(arguments);
+  }
 
   /// Adds `listener` to `channel`, subscribing if it is the first; it hears `subscribed` once
   /// the server confirmed the subscription, then `released` per message, or `lost` when the
@@ -164,6 +206,7 @@ class node {
   std::map<std::string, channel> channels_;
   connection commands_;
   connection subscriber_;
+  sync_connections blocking_;
 };
 
 }  // namespace dlock::redis::detail

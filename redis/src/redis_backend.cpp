@@ -21,21 +21,6 @@ std::string milliseconds_argument(std::chrono::nanoseconds duration) {
   return std::to_string(std::chrono::duration_cast<milliseconds>(duration).count());
 }
 
-/// 128 random bits as hex: the value that says a grant is ours.
-std::string random_token() {
-  thread_local std::mt19937_64 generator{[] {
-    std::random_device device;
-    return (std::uint64_t{device()} << 32) ^ device();
-  }()};
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string token;
-  for (int word = 0; word < 2; ++word) {
-    std::uint64_t bits = generator();
-    for (int i = 0; i < 16; ++i, bits >>= 4) token.push_back(digits[bits & 15]);
-  }
-  return token;
-}
-
 /// A name inside a hash tag: '%', '{' and '}' are written %25, %7B and %7D, so the first '}'
 /// of a key always ends its tag and distinct names never share a key.
 std::string escape_for_tag(std::string_view name) {
@@ -117,7 +102,56 @@ struct fan_out {
   }
 };
 
+std::vector<std::string> evalsha_command(const script& which, const key_set& keys,
+                                         const std::vector<std::string>& arguments) {
+  std::vector<std::string> command{"EVALSHA", which.sha1, std::to_string(keys.keys.size())};
+  command.insert(command.end(), keys.keys.begin(), keys.keys.end());
+  command.insert(command.end(), arguments.begin(), arguments.end());
+  return command;
+}
+
+// After a restart or SCRIPT FLUSH the server no longer knows a script: it is sent whole.
+bool script_unknown(const command_result& result) {
+  return !result.failure && result.value.is_error() && result.value.text.starts_with("NOSCRIPT");
+}
+
+void send_whole_script(std::vector<std::string>& command, const script& which) {
+  command[0] = "EVAL";
+  command[1] = which.source;
+}
+
 }  // namespace
+
+std::string random_token() {
+  thread_local std::mt19937_64 generator{[] {
+    std::random_device device;
+    return (std::uint64_t{device()} << 32) ^ device();
+  }()};
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string token;
+  for (int word = 0; word < 2; ++word) {
+    std::uint64_t bits = generator();
+    for (int i = 0; i < 16; ++i, bits >>= 4) token.push_back(digits[bits & 15]);
+  }
+  return token;
+}
+
+acquire_answer read_acquire_answer(const command_result& result) {
+  if (result.failure) return {.failure = *result.failure};
+  if (!is_integer_pair(result.value)) {
+    return {.failure = result.value.is_error() ? result.value.text
+                                               : "unexpected reply to the acquire script"};
+  }
+  const long long status = result.value.elements[0].integer;
+  const long long value = result.value.elements[1].integer;
+  switch (status) {
+    case 1: return {acquire_answer::kind::granted, value, {}};
+    case 0: return {acquire_answer::kind::taken, value, {}};
+    case -1: return {acquire_answer::kind::stale, value, {}};
+    case -2: return {acquire_answer::kind::other_max_count, value, {}};
+    default: return {.failure = "unexpected reply to the acquire script"};
+  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // A grant, owned by the handle.
@@ -245,30 +279,25 @@ class redis_acquire final : public acquire_operation,
     std::optional<long long> other_max_count;
     std::string odd_reply;
     for (const auto& r : results) {
-      if (r.failure) continue;
-      if (!is_integer_pair(r.value)) {
-        odd_reply = r.value.is_error() ? r.value.text : "unexpected reply to the acquire script";
+      const acquire_answer answer = read_acquire_answer(r);
+      if (answer.outcome == acquire_answer::kind::failed) {
+        if (!r.failure) odd_reply = answer.failure;
         continue;
       }
       ++answered;
-      const long long status = r.value.elements[0].integer;
-      const long long value = r.value.elements[1].integer;
-      if (status == 1) {
+      if (answer.outcome == acquire_answer::kind::granted) {
         ++granted;
-        if (proposal == 0) fencing_token = static_cast<std::uint64_t>(value);
-      } else if (status == -2) {
-        other_max_count = value;
-      } else if (status == 0) {
-        const milliseconds hint{value > 0 ? value : 0};
-        if (value >= 0 && (!wait_hint || hint < *wait_hint)) wait_hint = hint;
+        if (proposal == 0) fencing_token = static_cast<std::uint64_t>(answer.value);
+      } else if (answer.outcome == acquire_answer::kind::other_max_count) {
+        other_max_count = answer.value;
+      } else if (answer.outcome == acquire_answer::kind::taken && answer.value >= 0) {
+        const milliseconds hint{answer.value};
+        if (!wait_hint || hint < *wait_hint) wait_hint = hint;
       }
     }
     if (other_max_count) {
       give_back_partial(granted);
-      finish(std::make_exception_ptr(std::invalid_argument(backend_->message(
-                 "semaphore used with max_count " + std::to_string(request_.max_count) +
-                     " here but " + std::to_string(*other_max_count) + " by its holders",
-                 request_.name))),
+      finish(std::make_exception_ptr(backend_->max_count_mismatch(request_, *other_max_count)),
              nullptr);
       return;
     }
@@ -289,13 +318,7 @@ class redis_acquire final : public acquire_operation,
   }
 
   void grant(clock::time_point valid_until, std::uint64_t fencing_token) {
-    auto held = std::make_shared<held_grant>();
-    held->name = request_.name;
-    held->keys = keys_;
-    held->token = token_;
-    held->valid_until = valid_until;
-    auto granted = std::make_unique<redis_lease>(backend_, held, fencing_token);
-    backend_->watch(held);
+    auto granted = backend_->grant(request_.name, keys_, token_, valid_until, fencing_token);
     queued_writer_ = false;  // a granted writer left the queue in the same script
     finish(nullptr, std::move(granted));
   }
@@ -479,23 +502,56 @@ std::string redis_backend::failures(const std::vector<command_result>& results) 
 
 void redis_backend::eval(std::size_t i, const script& which, const key_set& keys,
                          std::vector<std::string> arguments, reply_handler done) {
-  std::vector<std::string> command{"EVALSHA", which.sha1, std::to_string(keys.keys.size())};
-  command.insert(command.end(), keys.keys.begin(), keys.keys.end());
-  command.insert(command.end(), std::make_move_iterator(arguments.begin()),
-                 std::make_move_iterator(arguments.end()));
+  auto command = evalsha_command(which, keys, arguments);
   node& target = *nodes_[i];
   auto retry = command;
   target.command(std::move(command), [&target, &which, retry = std::move(retry),
                                       done = std::move(done)](command_result result) mutable {
-    // After a restart or SCRIPT FLUSH the server no longer knows the script: send it whole.
-    if (!result.failure && result.value.is_error() && result.value.text.starts_with("NOSCRIPT")) {
-      retry[0] = "EVAL";
-      retry[1] = which.source;
+    if (script_unknown(result)) {
+      send_whole_script(retry, which);
       target.command(std::move(retry), std::move(done));
       return;
     }
     done(std::move(result));
   });
+}
+
+command_result redis_backend::eval_here(std::size_t i, const script& which, const key_set& keys,
+                                        const std::vector<std::string>& arguments) {
+  auto command = evalsha_command(which, keys, arguments);
+  command_result result = nodes_[i]->command_here(command);
+  if (!script_unknown(result)) return result;
+  send_whole_script(command, which);
+  return nodes_[i]->command_here(command);
+}
+
+std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& request) {
+  const key_set keys = keys_for(request);
+  const std::string token = random_token();
+  const auto sent = clock::now();
+  const acquire_answer answer = read_acquire_answer(
+      eval_here(0, acquire_script(), keys,
+                {token, milliseconds_argument(options_.expiry), keys.kind, "0",
+                 std::to_string(request.max_count), "0"}));
+  switch (answer.outcome) {
+    case acquire_answer::kind::granted:
+      return grant(request.name, keys, token, sent + options_.expiry - drift(),
+                   static_cast<std::uint64_t>(answer.value));
+    case acquire_answer::kind::other_max_count:
+      std::rethrow_exception(std::make_exception_ptr(max_count_mismatch(request, answer.value)));
+    case acquire_answer::kind::failed:
+      throw connection_error(message(answer.failure, request.name));
+    default:
+      return nullptr;
+  }
+}
+
+std::invalid_argument redis_backend::max_count_mismatch(const acquire_request& request,
+                                                        long long stored) const {
+  return std::invalid_argument(message("semaphore used with max_count " +
+                                           std::to_string(request.max_count) + " here but " +
+                                           std::to_string(stored) + " by its holders",
+                                       request.name));
 }
 
 void redis_backend::eval_everywhere(const script& which, const key_set& keys,
@@ -542,19 +598,17 @@ std::optional<std::uint32_t> redis_backend::free_slots(const acquire_request& re
   const key_set keys = keys_for(request);
   const std::uint32_t max_count = request.max_count;
   return call_on_io_thread<std::uint32_t>(
-      [this, keys, max_count, name = request.name](
+      [this, keys, max_count, name = request.name, request](
           const std::shared_ptr<std::promise<std::uint32_t>>& promise) {
         eval_everywhere(count_script(), keys, {std::to_string(max_count)},
-                        [this, promise, max_count, name, keys](std::vector<command_result> results) {
+                        [this, promise, max_count, name, keys, request](std::vector<command_result> results) {
           long long held = 0;
           std::size_t answered = 0;
           for (const auto& r : results) {
             if (r.failure || !is_integer_pair(r.value)) continue;
             if (r.value.elements[0].integer == -2) {
-              promise->set_exception(std::make_exception_ptr(std::invalid_argument(message(
-                  "semaphore used with max_count " + std::to_string(max_count) + " here but " +
-                      std::to_string(r.value.elements[1].integer) + " by its holders",
-                  name))));
+              promise->set_exception(std::make_exception_ptr(
+                  max_count_mismatch(request, r.value.elements[1].integer)));
               return;
             }
             ++answered;
@@ -575,20 +629,35 @@ std::optional<std::uint32_t> redis_backend::free_slots(const acquire_request& re
 // ---------------------------------------------------------------------------------------------
 // The watchdog: one timer per provider, running while grants are held.
 
-void redis_backend::watch(const std::shared_ptr<held_grant>& grant) {
+std::unique_ptr<lease> redis_backend::grant(const std::string& name, const key_set& keys,
+                                            const std::string& token,
+                                            clock::time_point valid_until,
+                                            std::uint64_t fencing_token) {
+  auto held = std::make_shared<held_grant>();
+  held->name = name;
+  held->keys = keys;
+  held->token = token;
+  held->valid_until = valid_until;
+  auto granted = std::make_unique<redis_lease>(shared_from_this(), held, fencing_token);
   bool start = false;
   {
     std::lock_guard lock(mutex_);
-    held_.push_back(grant);
+    held_.push_back(held);
     if (!watchdog_running_) {
       watchdog_running_ = true;
       start = true;
     }
   }
   if (start) {
-    next_extension_ = clock::now() + options_.extend_every;
-    schedule_watchdog();
+    // The timer belongs to the network thread; a grant may come from the caller's.
+    boost::asio::post(network_->executor(), [weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        self->next_extension_ = clock::now() + self->options_.extend_every;
+        self->schedule_watchdog();
+      }
+    });
   }
+  return granted;
 }
 
 void redis_backend::schedule_watchdog() {
@@ -684,6 +753,15 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
     // First thing: the watchdog must never extend a grant that is being released.
     grant->registered = false;
     std::erase(held_, grant);
+  }
+  const std::vector<std::string> arguments{grant->token, grant->keys.kind, grant->keys.channel};
+  if (wait && nodes_.size() == 1 && !network_->running_in_this_thread()) {
+    // One server: straight from the caller's thread, no hop to the network thread and back.
+    const command_result result = eval_here(0, release_script(), grant->keys, arguments);
+    if (result.failure || result.value.is_error()) {
+      throw connection_error(message("release failed: " + failures({result}), grant->name));
+    }
+    return;
   }
   auto send = [this, grant](fan_out_handler done) {
     eval_everywhere(release_script(), grant->keys,

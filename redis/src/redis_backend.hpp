@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,18 @@ struct held_grant {
   bool registered = true;
 };
 
+/// One node's answer to the acquire script.
+struct acquire_answer {
+  enum class kind { granted, taken, stale, other_max_count, failed };
+  kind outcome = kind::failed;
+  long long value = 0;  ///< token, ms to wait (-1: no expiry), counter, or stored max_count
+  std::string failure;  ///< when failed: the connection failure or the server's error
+};
+acquire_answer read_acquire_answer(const command_result& result);
+
+/// A random 128-bit token as hex: the value that says a grant is ours.
+std::string random_token();
+
 /// Settles a fan-out to every node: one result per node, in node order.
 using fan_out_handler = dlock::detail::unique_function<void(std::vector<command_result>)>;
 
@@ -58,6 +71,9 @@ class redis_backend final : public dlock::backend,
     return io_->running_in_this_thread() || network_->running_in_this_thread();
   }
   std::optional<std::uint32_t> free_slots(const acquire_request& request) override;
+  /// On one server, a blocking acquire makes its first attempt on the caller's thread.
+  bool acquires_inline() const noexcept override { return nodes_.size() == 1; }
+  std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
 
@@ -82,19 +98,28 @@ class redis_backend final : public dlock::backend,
   /// Runs `script` on node `i` by SHA, sending its source after NOSCRIPT. On the network thread.
   void eval(std::size_t i, const script& which, const key_set& keys,
             std::vector<std::string> arguments, reply_handler done);
+  /// Runs `script` on node `i` from the calling thread, blocking; NOSCRIPT handled as eval().
+  command_result eval_here(std::size_t i, const script& which, const key_set& keys,
+                           const std::vector<std::string>& arguments);
   /// Runs `script` on every node at once; `done` gets every node's result. On the network thread.
   void eval_everywhere(const script& which, const key_set& keys,
                        const std::vector<std::string>& arguments, fan_out_handler done);
   /// Sends `arguments` to every node at once. On the network thread.
   void command_everywhere(const std::vector<std::string>& arguments, fan_out_handler done);
 
+  /// The error for a semaphore whose holders use `stored` as max_count.
+  std::invalid_argument max_count_mismatch(const acquire_request& request,
+                                           long long stored) const;
   /// "dlock: redis <endpoint>: <what> for lock '<name>'".
   std::string message(const std::string& what, const std::string& name) const;
   /// The endpoints of the nodes whose results failed, comma-separated, with their failures.
   std::string failures(const std::vector<command_result>& results) const;
 
-  /// Puts a new grant under the watchdog.
-  void watch(const std::shared_ptr<held_grant>& grant);
+  /// Makes the lease of a new grant and puts it under the watchdog. Any thread.
+  std::unique_ptr<lease> grant(const std::string& name, const key_set& keys,
+                               const std::string& token,
+                               std::chrono::steady_clock::time_point valid_until,
+                               std::uint64_t fencing_token);
   /// Releases `grant`: stops extending it first, then deletes it on every node. Waits for the
   /// answer unless called on the io thread or `wait` is false.
   /// Throws connection_error (when waiting) if no majority of nodes confirmed.
