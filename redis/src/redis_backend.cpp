@@ -278,6 +278,7 @@ class redis_acquire final : public acquire_operation,
     std::optional<std::chrono::milliseconds> wait_hint;
     std::optional<long long> other_max_count;
     std::string odd_reply;
+    bool outbid = false;
     for (const auto& r : results) {
       const acquire_answer answer = read_acquire_answer(r);
       if (answer.outcome == acquire_answer::kind::failed) {
@@ -290,6 +291,8 @@ class redis_acquire final : public acquire_operation,
         if (proposal == 0) fencing_token = static_cast<std::uint64_t>(answer.value);
       } else if (answer.outcome == acquire_answer::kind::other_max_count) {
         other_max_count = answer.value;
+      } else if (answer.outcome == acquire_answer::kind::stale) {
+        outbid = true;
       } else if (answer.outcome == acquire_answer::kind::taken && answer.value >= 0) {
         const milliseconds hint{answer.value};
         if (!wait_hint || hint < *wait_hint) wait_hint = hint;
@@ -313,6 +316,11 @@ class redis_acquire final : public acquire_operation,
       return;
     }
     trouble_since_.reset();
+    if (outbid) {
+      // Another contender's proposal got there first, and it may have failed as well: the
+      // lock may be free, so try again soon (a few ms, spread) rather than wait for a message.
+      wait_hint = milliseconds(1 + static_cast<int>(random_token()[0] % 8));
+    }
     not_granted(wait_hint.value_or(std::chrono::duration_cast<milliseconds>(
         backend_->settings().expiry)));
   }

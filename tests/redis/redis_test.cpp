@@ -180,3 +180,16 @@ TEST_CASE("in plain-key mode dlock and redis-cli SET NX PX exclude each other",
   CHECK(redis_cli({"SET", key, "other", "NX", "PX", "30000"}) == "OK");
   redis_cli({"DEL", key});
 }
+
+TEST_CASE("lock names map to keys inside one hash tag, braces and '%' escaped", "[redis][names]") {
+  dlock::redis::provider locks({.servers = {{"127.0.0.1", 6379}}});
+  CHECK(locks.lock_key("job") == "dlock:{job}");
+  CHECK(locks.lock_key("a}b{c%d") == "dlock:{a%7Db%7Bc%25d}");
+  // Without the escape, "a}:fence" would land on the fencing counter key of "a".
+  CHECK(locks.lock_key("a}:fence") != "dlock:{a}:fence");
+  CHECK(locks.lock_key("%7D") != locks.lock_key("}"));
+  CHECK(locks.lock_key("ünïcode ✓") == "dlock:{ünïcode ✓}");
+  dlock::redis::provider plain({.servers = {{"127.0.0.1", 6379}}, .key_prefix = "", .plain_keys = true});
+  CHECK(plain.lock_key("a}b") == "a}b");
+  CHECK_THROWS_AS(locks.lock_key(""), std::invalid_argument);
+}
