@@ -265,7 +265,7 @@ void connection::connect() {
   if (!attach_to_asio(context, executor_)) {
     redisAsyncFree(context);
     state_ = state::down;
-    fail_waiting("cannot attach the connection to the io thread");
+    fail_waiting("cannot attach the connection to the network thread");
     return;
   }
   context_ = context;

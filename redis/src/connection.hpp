@@ -1,6 +1,7 @@
 // Private to dlock::redis: one server's connections (commands and subscriptions) over hiredis.
 //
-// Everything here runs on the backend's io thread: hiredis contexts are not thread-safe.
+// Everything here runs on the backend's network thread (hiredis contexts are not thread-safe),
+// except sync_connections, which any thread may use.
 #pragma once
 
 #include <chrono>
@@ -95,7 +96,7 @@ class sync_connections {
 /// once the oldest has waited longer than the command timeout.
 class connection {
  public:
-  /// `on_down` runs (on the io thread) each time an established connection is lost.
+  /// `on_down` runs (on the network thread) each time an established connection is lost.
   connection(boost::asio::any_io_executor executor, const server_settings& settings,
              bool for_subscriptions, std::function<void()> on_down);
   ~connection();
@@ -151,7 +152,7 @@ enum class channel_event { subscribed, released, lost };
 class channel_listener {
  public:
   virtual ~channel_listener() = default;
-  /// Runs on the io thread, never inside node::listen or node::unlisten.
+  /// Runs on the network thread, never inside node::listen or node::unlisten.
   virtual void on_channel_event(channel_event event) = 0;
 };
 

@@ -186,7 +186,7 @@ class redis_lease final : public dlock::lease {
 // ---------------------------------------------------------------------------------------------
 // An acquire: try; on "taken", subscribe to the name's release channel, try again (a release
 // between the first try and the subscription would otherwise go unheard), then wait for a
-// message, bounded by the time the holder's lease has left. Runs on the io thread.
+// message, bounded by the time the holder's lease has left. Runs on the network thread.
 
 class redis_acquire final : public acquire_operation,
                             public channel_listener,
@@ -588,7 +588,7 @@ std::shared_ptr<acquire_operation> redis_backend::start_acquire(acquire_request 
 }
 
 template <typename Result, typename Work>
-Result redis_backend::call_on_io_thread(Work work, std::chrono::nanoseconds timeout,
+Result redis_backend::call_on_network_thread(Work work, std::chrono::nanoseconds timeout,
                                         const std::string& timed_out) {
   auto promise = std::make_shared<std::promise<Result>>();
   auto future = promise->get_future();
@@ -605,7 +605,7 @@ std::optional<std::uint32_t> redis_backend::free_slots(const acquire_request& re
   }
   const key_set keys = keys_for(request);
   const std::uint32_t max_count = request.max_count;
-  return call_on_io_thread<std::uint32_t>(
+  return call_on_network_thread<std::uint32_t>(
       [this, keys, max_count, name = request.name, request](
           const std::shared_ptr<std::promise<std::uint32_t>>& promise) {
         eval_everywhere(count_script(), keys, {std::to_string(max_count)},
@@ -791,7 +791,7 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
     });
     return;
   }
-  call_on_io_thread<bool>(
+  call_on_network_thread<bool>(
       [this, send, grant](const std::shared_ptr<std::promise<bool>>& promise) mutable {
         send([this, promise, grant](std::vector<command_result> results) {
           std::size_t answered = 0;
@@ -808,7 +808,7 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
 }
 
 std::size_t redis_backend::channels_in_use() {
-  return call_on_io_thread<std::size_t>(
+  return call_on_network_thread<std::size_t>(
       [this](const std::shared_ptr<std::promise<std::size_t>>& promise) {
         std::size_t total = 0;
         for (const auto& n : nodes_) total += n->channels_in_use();

@@ -1,8 +1,9 @@
 // Private to dlock::redis: the backend behind dlock::redis::provider.
 //
-// All Redis traffic runs on the backend's network thread (hiredis contexts are not
-// thread-safe): acquires (redis_acquire in redis_backend.cpp), the watchdog, and releases,
-// which callers on other threads post there and wait for.
+// Asynchronous Redis traffic runs on the backend's network thread (hiredis contexts are not
+// thread-safe): waiting acquires (redis_acquire in redis_backend.cpp), the watchdog, RedLock
+// fan-outs, releases from the network thread. On one server, a blocking acquire's first attempt
+// and a release run on the caller's thread over a pool of blocking connections instead.
 #pragma once
 
 #include <chrono>
@@ -32,7 +33,8 @@ struct key_set {
   std::string channel;
 };
 
-/// What the watchdog knows of one held grant. Guarded by the backend's mutex.
+/// What the watchdog knows of one held grant. valid_until and registered are guarded by the
+/// backend's mutex; `lost` is the handle's own lost signal.
 struct held_grant {
   std::string name;
   key_set keys;
@@ -121,7 +123,7 @@ class redis_backend final : public dlock::backend,
                                std::chrono::steady_clock::time_point valid_until,
                                std::uint64_t fencing_token);
   /// Releases `grant`: stops extending it first, then deletes it on every node. Waits for the
-  /// answer unless called on the io thread or `wait` is false.
+  /// answer unless called on the network thread or `wait` is false.
   /// Throws connection_error (when waiting) if no majority of nodes confirmed.
   void release(const std::shared_ptr<held_grant>& grant, bool wait);
 
@@ -135,7 +137,7 @@ class redis_backend final : public dlock::backend,
   /// Posts `work` to the network thread and waits up to `timeout` for the promise it fulfils.
   /// Throws connection_error with `timed_out` when no answer came in time.
   template <typename Result, typename Work>
-  Result call_on_io_thread(Work work, std::chrono::nanoseconds timeout,
+  Result call_on_network_thread(Work work, std::chrono::nanoseconds timeout,
                            const std::string& timed_out);
 
   options options_;
