@@ -1,6 +1,7 @@
 #include "connection.hpp"
 
 #include <algorithm>
+#include <cerrno>
 
 #include <boost/asio/post.hpp>
 #include <hiredis/async.h>
@@ -59,7 +60,7 @@ timeval to_timeval(std::chrono::nanoseconds duration) {
                  .tv_usec = static_cast<suseconds_t>(micro % 1000000)};
 }
 
-/// Runs one command on a blocking context; nullopt failure text on success.
+/// Runs one command on a blocking context.
 command_result run_blocking(redisContext* context, const std::vector<std::string>& arguments) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;
@@ -120,8 +121,12 @@ command_result sync_connections::command(const std::vector<std::string>& argumen
       return result;
     }
     // An idle connection may have been closed meanwhile (CLIENT KILL, a server restart, an
-    // idle timeout): try once more on a new one.
+    // idle timeout): then try once more on a new one. A timeout is not retried, so that a hung
+    // server costs one command timeout, not two.
+    const bool closed = context->err == REDIS_ERR_EOF ||
+                        (context->err == REDIS_ERR_IO && (errno == ECONNRESET || errno == EPIPE));
     redisFree(context);
+    if (!closed) return result;
   }
   std::string failure;
   context = connect(failure);

@@ -141,7 +141,9 @@ TEST_CASE("a server restart while waiting neither hangs the waiter nor leaves th
   CHECK(wait_until([&] { return held.lost(); }, 10s));
 }
 
-TEST_CASE("a server paused past the expiry marks the handle lost", "[redis][fault]") {
+TEST_CASE("a server paused past the expiry marks the handle lost, and acquires fail after one "
+          "command timeout",
+          "[redis][fault]") {
   auto holder = dlock::make_provider(url());
   const auto name = unique_name("paused-server");
   auto held = holder->create_lock(name).acquire(5s);
@@ -149,6 +151,10 @@ TEST_CASE("a server paused past the expiry marks the handle lost", "[redis][faul
   support::test_servers({"pause", "redis"});
   // No extension is confirmed, so the validity deadline passes: lost within about 1 s.
   CHECK(wait_until([&] { return held.lost(); }, 5s));
+  // An acquire meanwhile fails after one command timeout (333 ms here), not its own 10 s.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(holder->create_lock(unique_name("hung")).acquire(10s), dlock::connection_error);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
   resume.now();
   held.release();
 }
