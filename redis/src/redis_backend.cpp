@@ -304,10 +304,9 @@ class redis_acquire final : public acquire_operation,
              nullptr);
       return;
     }
-    const auto validity =
-        backend_->settings().expiry - (clock::now() - sent) - backend_->drift();
-    if (granted >= backend_->quorum(keys_) && validity > std::chrono::nanoseconds::zero()) {
-      grant(sent + backend_->settings().expiry - backend_->drift(), fencing_token);
+    const auto deadline = valid_until(sent, backend_->settings().expiry);
+    if (granted >= backend_->quorum(keys_) && clock::now() < deadline) {
+      grant(deadline, fencing_token);
       return;
     }
     give_back_partial(granted);
@@ -458,8 +457,12 @@ redis_backend::~redis_backend() {
   nodes_.clear();
 }
 
-std::chrono::nanoseconds redis_backend::drift() const noexcept {
-  return options_.expiry / 100 + milliseconds(2);
+std::chrono::nanoseconds clock_drift(std::chrono::nanoseconds expiry) noexcept {
+  return expiry / 100 + milliseconds(2);
+}
+
+clock::time_point valid_until(clock::time_point sent, std::chrono::nanoseconds expiry) noexcept {
+  return sent + expiry - clock_drift(expiry);
 }
 
 std::string redis_backend::lock_key(std::string_view name) const {
@@ -543,7 +546,7 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
                  std::to_string(request.max_count), "0"}));
   switch (answer.outcome) {
     case acquire_answer::kind::granted:
-      return grant(request.name, keys, token, sent + options_.expiry - drift(),
+      return grant(request.name, keys, token, valid_until(sent, options_.expiry),
                    static_cast<std::uint64_t>(answer.value));
     case acquire_answer::kind::other_max_count:
       std::rethrow_exception(std::make_exception_ptr(max_count_mismatch(request, answer.value)));
@@ -735,7 +738,7 @@ void redis_backend::extend(const std::shared_ptr<held_grant>& grant) {
           if (!grant->registered) return;  // released or lost meanwhile
           const std::size_t quorum = self->quorum(grant->keys);
           if (confirmed >= quorum) {
-            grant->valid_until = sent + self->options_.expiry - self->drift();
+            grant->valid_until = valid_until(sent, self->options_.expiry);
             return;
           }
           // "Not ours" from enough nodes that a quorum can no longer confirm: gone now.

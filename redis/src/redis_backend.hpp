@@ -53,6 +53,15 @@ struct acquire_answer {
 };
 acquire_answer read_acquire_answer(const command_result& result);
 
+/// RedLock's clock-drift allowance for a lease of `expiry`: 1 % of it plus 2 ms.
+std::chrono::nanoseconds clock_drift(std::chrono::nanoseconds expiry) noexcept;
+
+/// When a grant whose request was sent at `sent` stops being valid: sent + expiry - drift.
+/// Any later time is "expiry - elapsed - drift" from then on; once it has passed, the grant
+/// may belong to someone else (and at acquire, a grant already past it is void).
+std::chrono::steady_clock::time_point valid_until(std::chrono::steady_clock::time_point sent,
+                                                  std::chrono::nanoseconds expiry) noexcept;
+
 /// A random 128-bit token as hex: the value that says a grant is ours.
 std::string random_token();
 
@@ -90,8 +99,6 @@ class redis_backend final : public dlock::backend,
     return keys.kind == "sem" ? nodes_.size() : majority();
   }
   node& node_at(std::size_t i) { return *nodes_[i]; }
-  /// The RedLock clock-drift allowance: 1 % of the expiry plus 2 ms.
-  std::chrono::nanoseconds drift() const noexcept;
 
   /// The keys of `name` for a request of this kind and mode.
   key_set keys_for(const acquire_request& request) const;
