@@ -193,3 +193,23 @@ TEST_CASE("lock names map to keys inside one hash tag, braces and '%' escaped", 
   CHECK(plain.lock_key("a}b") == "a}b");
   CHECK_THROWS_AS(locks.lock_key(""), std::invalid_argument);
 }
+
+TEST_CASE("RedLock fencing tokens rise above every node's counter when the counters diverge",
+          "[redis][redlock]") {
+  const std::string nodes = redis_test::redlock_endpoint();
+  auto locks = dlock::make_provider(nodes + "?expiry=2s&prefix=" + prefix());
+  const auto name = unique_name("diverged");
+  const std::string counter = key_of(name) + ":fence";
+  const std::vector<std::string> seeds{"100", "5", "7"};
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    redis_cli(redis_test::port_of(nodes, i), {"SET", counter, seeds[i]});
+  }
+  auto first = locks->create_lock(name).acquire(5s);
+  CHECK(first.fencing_token() == 101);
+  first.release();
+  // Every node that granted stored the proposal, so any majority now reads at least 101.
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    CHECK(redis_cli(redis_test::port_of(nodes, i), {"GET", counter}) == "101");
+  }
+  CHECK(locks->create_lock(name).acquire(5s).fencing_token() == 102);
+}
