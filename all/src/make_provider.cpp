@@ -13,6 +13,9 @@ void register_built_backends() {
 #if DLOCK_HAS_MEMORY
   memory::register_scheme();
 #endif
+#if DLOCK_HAS_POSTGRES
+  postgres::register_scheme();
+#endif
 }
 
 }  // namespace

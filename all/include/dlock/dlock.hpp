@@ -14,6 +14,9 @@
 #if DLOCK_HAS_MEMORY
 #include <dlock/memory.hpp>
 #endif
+#if DLOCK_HAS_POSTGRES
+#include <dlock/postgres.hpp>
+#endif
 
 namespace dlock {
 
