@@ -648,8 +648,10 @@ void postgres_backend::notified(const std::string& channel) {
   for (auto& waiter : waiting) waiter->notified();
 }
 
+// Ticks twice a period: a session found unanswered at one tick sent its probe at the one
+// before, so a break is noticed at most one period after it happened.
 void postgres_backend::schedule_keepalive() {
-  keepalive_timer_->expires_after(options_.keepalive);
+  keepalive_timer_->expires_after(options_.keepalive / 2);
   keepalive_timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     auto self = weak.lock();
     if (ec || !self) return;
@@ -658,8 +660,8 @@ void postgres_backend::schedule_keepalive() {
   });
 }
 
-// A session that has not answered the previous round trip within one period is given up:
-// its locks may be gone already, and the holders must hear it within that period.
+// A session that has not answered the previous tick's round trip is given up: its locks may be
+// gone already, and the holders must hear it within the period.
 void postgres_backend::keepalive() {
   auto sessions = sessions_;
   for (auto& session : sessions) {
