@@ -174,3 +174,24 @@ TEST_CASE("a psql session holding the advisory key excludes dlock, and dlock exc
   auto explicit_key = pg->create_lock(advisory_key(pair.high(), pair.low()));
   CHECK_FALSE(explicit_key.try_acquire());
 }
+
+TEST_CASE("fencing tokens come from a sequence the provider creates on first use",
+          "[postgres][fencing]") {
+  const std::string sequence = "dlock_fencing_test_" + std::to_string(::getpid());
+  pqxx::connection connection(server_url());
+  pqxx::nontransaction query(connection);
+  query.exec("DROP SEQUENCE IF EXISTS " + sequence);
+  auto pg = dlock::make_provider(server_url() + "?fencing_sequence=" + sequence);
+  const auto name = unique_name("fenced");
+  std::uint64_t previous = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto held = pg->create_lock(name).acquire();
+    CHECK(held.fencing_token() > previous);
+    previous = held.fencing_token();
+  }
+  CHECK(query.exec1("SELECT last_value FROM " + sequence)[0].as<std::uint64_t>() == previous);
+  query.exec("DROP SEQUENCE " + sequence);
+
+  auto unfenced = dlock::make_provider(server_url() + "?fencing_sequence=");
+  CHECK(unfenced->create_lock(name).acquire().fencing_token() == 0);
+}

@@ -3,3 +3,4 @@
 
 #include <dlock/postgres/advisory_key.hpp>
 #include <dlock/postgres/provider.hpp>
+#include <dlock/postgres/transaction.hpp>
