@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <boost/asio/post.hpp>
+
 namespace dlock::postgres::detail {
 
 namespace {
@@ -110,14 +112,11 @@ void pg_connection::wait_socket(bool for_write, std::function<void(bool ok)> the
 }
 
 void pg_connection::execute(std::string sql, query_handler done) {
+  queue_.push_back({std::move(sql), std::move(done)});
   if (broken()) {
-    query_result result;
-    result.connection_broken = true;
-    result.message = "the connection is closed";
-    done(std::move(result));
+    fail_statements("the connection is closed");
     return;
   }
-  queue_.push_back({std::move(sql), std::move(done)});
   send_next();
 }
 
@@ -250,11 +249,14 @@ void pg_connection::fail_statements(const std::string& message) {
   queue_.clear();
   if (running_) failed.push_front(std::move(*running_));
   running_.reset();
+  // Posted, so that no handler ever runs inside execute().
   for (auto& st : failed) {
     query_result result;
     result.connection_broken = true;
     result.message = message;
-    st.done(std::move(result));
+    boost::asio::post(executor_, [done = std::move(st.done), result = std::move(result)]() mutable {
+      done(std::move(result));
+    });
   }
 }
 

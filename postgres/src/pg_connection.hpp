@@ -56,7 +56,8 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
                std::chrono::nanoseconds timeout, std::function<void()> on_broken,
                std::function<void(const std::string& channel)> on_notify);
 
-  /// Queues `sql`; `done` runs on the executor with its result, exactly once.
+  /// Queues `sql`; `done` runs on the executor with its result, exactly once, never inside
+  /// this call.
   void execute(std::string sql, query_handler done);
 
   /// Asks the server to cancel the statement running now (PQcancel; a short blocking

@@ -264,6 +264,13 @@ class pg_acquire final : public acquire_operation,
     });
   }
 
+  // At the deadline the server's lock_timeout ends the wait by itself, sooner than a
+  // cancel request, which opens a connection of its own.
+  bool deadline_passed() const {
+    return request_.deadline != std::chrono::steady_clock::time_point::max() &&
+           std::chrono::steady_clock::now() >= request_.deadline;
+  }
+
   long long lock_timeout_ms() const {
     if (request_.deadline == std::chrono::steady_clock::time_point::max()) return 0;
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(
@@ -355,7 +362,8 @@ class pg_acquire final : public acquire_operation,
     if (phase_ == phase::listening) {
       stop_listening();
       complete(nullptr, nullptr);
-    } else if (phase_ == phase::waiting && !session_->connection->cancel_running()) {
+    } else if (phase_ == phase::waiting && !deadline_passed() &&
+               !session_->connection->cancel_running()) {
       // Still queued behind the connect: nothing was sent, so closing the session is clean.
       session_->connection->close();
     }
@@ -462,7 +470,13 @@ std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_reque
                                 std::to_string(max_semaphore_slots));
   }
   auto op = std::make_shared<pg_acquire>(shared_from_this(), std::move(request), std::move(done));
-  boost::asio::post(io_->executor(), [op] { op->start(); });
+  // Core calls from the io thread, where start() may run at once: it only queues a statement,
+  // whose result always comes later, so `done` never runs inside this call.
+  if (io_->running_in_this_thread()) {
+    op->start();
+  } else {
+    boost::asio::post(io_->executor(), [op] { op->start(); });
+  }
   return op;
 }
 
