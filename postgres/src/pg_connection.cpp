@@ -1,5 +1,6 @@
 #include "pg_connection.hpp"
 
+#include <thread>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -215,9 +216,13 @@ void pg_connection::collect_results() {
 bool pg_connection::cancel_running() {
   if (state_ != state::ready || !running_) return false;
   if (PGcancel* cancel = PQgetCancel(conn_)) {
-    char error[256];
-    PQcancel(cancel, error, sizeof error);
-    PQfreeCancel(cancel);
+    // PQcancel connects to the server and waits for it to close, with no timeout (a paused
+    // server never does): on a thread of its own, so the provider's thread never blocks.
+    std::thread([cancel] {
+      char error[256];
+      PQcancel(cancel, error, sizeof error);
+      PQfreeCancel(cancel);
+    }).detach();
   }
   return true;
 }

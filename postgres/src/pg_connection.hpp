@@ -60,8 +60,8 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   /// this call.
   void execute(std::string sql, query_handler done);
 
-  /// Asks the server to cancel the statement running now (PQcancel; a short blocking
-  /// connection to the server). The statement then fails with 57014 unless it finished first.
+  /// Asks the server to cancel the statement running now (PQcancel, on a short-lived thread
+  /// of its own). The statement then fails with 57014 unless it finished first.
   /// Returns false when no statement is running (it may still be queued).
   bool cancel_running();
 

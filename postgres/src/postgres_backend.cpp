@@ -156,7 +156,7 @@ class pg_acquire final : public acquire_operation,
   }
 
  private:
-  enum class phase { attempting, waiting, listening, done };
+  enum class phase { attempting, waiting, listening, cleaning, done };
 
   bool shared_mode() const {
     return request_.kind == primitive::reader_writer_lock && request_.mode == lock_mode::shared;
@@ -298,17 +298,18 @@ class pg_acquire final : public acquire_operation,
   // The grant can come between the timeout or cancel and the error reaching us; a
   // session-level lock survives the failed statement, so look for it and let it go.
   void release_granted_in_race() {
+    phase_ = phase::cleaning;  // a stop request must not cancel this statement
     std::string sql = "SELECT pg_advisory_unlock" + suffix() + "(" + key_.sql_arguments() +
                       ") FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = "
                       "pg_backend_pid() AND " +
                       pg_locks_match(key_);
     session_->connection->execute(std::move(sql), [self = shared_from_this()](query_result r) {
-      self->backend_->unreserve(self->session_);
-      if (!r.ok() && !r.connection_broken) {
-        self->complete(self->failure(r), nullptr);
+      if (r.ok()) {
+        self->backend_->unreserve(self->session_);
       } else {
-        self->complete(nullptr, nullptr);
+        self->session_->connection->close();  // it may hold the lock: ending it frees it
       }
+      self->complete(nullptr, nullptr);
     });
   }
 
@@ -362,10 +363,19 @@ class pg_acquire final : public acquire_operation,
     if (phase_ == phase::listening) {
       stop_listening();
       complete(nullptr, nullptr);
-    } else if (phase_ == phase::waiting && !deadline_passed() &&
-               !session_->connection->cancel_running()) {
-      // Still queued behind the connect: nothing was sent, so closing the session is clean.
-      session_->connection->close();
+    } else if (phase_ == phase::waiting) {
+      if (!deadline_passed() && !session_->connection->cancel_running()) {
+        // Still queued behind the connect: nothing was sent, so closing the session is clean.
+        session_->connection->close();
+        return;
+      }
+      // A server that does not answer (paused, unreachable) ends neither by lock_timeout nor
+      // by the cancel: give the session up after connect_timeout, which frees what it holds.
+      retry_timer_.expires_after(backend_->settings().connect_timeout);
+      retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+        auto self = weak.lock();
+        if (!ec && self && self->phase_ == phase::waiting) self->session_->connection->close();
+      });
     }
   }
 
@@ -438,8 +448,14 @@ postgres_backend::postgres_backend(options opts)
   token_expression_ = options_.fencing_sequence.empty()
                           ? "0"
                           : "nextval('" + options_.fencing_sequence + "')";
-  parameters_.keywords = {"dbname", "fallback_application_name"};
-  parameters_.values = {options_.connection_string, "dlock"};
+  // TCP keepalives at the keepalive period bound how long a wait on a silent network lasts
+  // (the wait's session runs no keepalive queries). Before dbname, so that the connection
+  // string's own settings win.
+  const auto tcp_seconds = std::to_string(std::max<long long>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(options_.keepalive).count()));
+  parameters_.keywords = {"keepalives_idle", "keepalives_interval", "keepalives_count", "dbname",
+                          "fallback_application_name"};
+  parameters_.values = {tcp_seconds, tcp_seconds, "3", options_.connection_string, "dlock"};
   for (std::size_t i = 0; i < parameters_.keywords.size(); ++i) {
     keyword_pointers_.push_back(parameters_.keywords[i].c_str());
     value_pointers_.push_back(parameters_.values[i].c_str());
@@ -481,6 +497,10 @@ std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_reque
 }
 
 std::optional<std::uint32_t> postgres_backend::free_slots(const acquire_request& request) {
+  if (running_in_this_thread()) {
+    throw std::logic_error("dlock: postgres current_count() on the provider's own thread would "
+                           "wait for itself");
+  }
   const auto base = static_cast<std::uint64_t>(semaphore_base(request.name).key());
   std::string slots;
   for (std::uint32_t i = 0; i < request.max_count; ++i) {

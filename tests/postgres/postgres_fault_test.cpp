@@ -90,3 +90,24 @@ TEST_CASE("a server that stops answering marks held locks lost within one keepal
   resume.now();
   CHECK(acquires_again(*pg, unique_name("resumed")));
 }
+
+TEST_CASE("a stop request ends a wait even when the server does not answer the cancel",
+          "[postgres][fault]") {
+  const auto name = unique_name("paused-wait");
+  auto holder = provider_named(unique_name("paused-holder"));
+  auto held = holder->create_lock(name).acquire();
+  auto waiter = provider_named(unique_name("paused-waiter"), "&connect_timeout=1s");
+  std::stop_source stop;
+  auto waiting = waiter->create_lock(name).async_try_acquire(std::chrono::hours(1),
+                                                             stop.get_token(),
+                                                             boost::asio::use_future);
+  REQUIRE(wait_until([&] { return waiter->metrics().waits == 1; }, 10s));
+  support::undo_test_servers_fault resume({"resume", "postgres"});
+  support::test_servers({"pause", "postgres"});
+  stop.request_stop();
+  // The cancel request cannot be served; the session is given up after connect_timeout.
+  REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
+  CHECK_FALSE(waiting.get());
+  resume.now();
+  CHECK(acquires_again(*waiter, unique_name("after-pause")));
+}
