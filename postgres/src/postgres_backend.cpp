@@ -279,6 +279,14 @@ class pg_acquire final : public acquire_operation,
   }
 
   void waited(query_result r) {
+    if (cancel_sent_) {
+      // Our cancel request is delivered on a connection of its own and may land after this
+      // statement ended, on whatever the session runs next; and a grant may have won the race.
+      // Ending the session settles both: the server frees all it held.
+      session_->connection->close();
+      complete(nullptr, nullptr);
+      return;
+    }
     if (r.ok()) {
       grant("0", std::stoull(r.value(1).value_or("0")));
       return;
@@ -364,10 +372,13 @@ class pg_acquire final : public acquire_operation,
       stop_listening();
       complete(nullptr, nullptr);
     } else if (phase_ == phase::waiting) {
-      if (!deadline_passed() && !session_->connection->cancel_running()) {
-        // Still queued behind the connect: nothing was sent, so closing the session is clean.
-        session_->connection->close();
-        return;
+      if (!deadline_passed()) {
+        cancel_sent_ = session_->connection->cancel_running();
+        if (!cancel_sent_) {
+          // Still queued behind the connect: nothing was sent, so closing the session is clean.
+          session_->connection->close();
+          return;
+        }
       }
       // A server that does not answer (paused, unreachable) ends neither by lock_timeout nor
       // by the cancel: give the session up after connect_timeout, which frees what it holds.
@@ -395,6 +406,7 @@ class pg_acquire final : public acquire_operation,
   std::shared_ptr<pg_session> session_;
   bool own_session_ = false;
   bool stopped_ = false;
+  bool cancel_sent_ = false;
   phase phase_ = phase::attempting;
   boost::asio::steady_timer retry_timer_;
 };

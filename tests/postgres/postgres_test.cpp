@@ -195,3 +195,36 @@ TEST_CASE("fencing tokens come from a sequence the provider creates on first use
   auto unfenced = dlock::make_provider(server_url() + "?fencing_sequence=");
   CHECK(unfenced->create_lock(name).acquire().fencing_token() == 0);
 }
+
+TEST_CASE("a stopped or timed-out wait leaves no request in the server's lock queue",
+          "[postgres][cancel]") {
+  const auto name = unique_name("queue");
+  const auto key = advisory_key::from_name(name);
+  auto waiting_at_server = [&] {
+    pqxx::connection connection(server_url());
+    pqxx::nontransaction query(connection);
+    const auto bits = static_cast<std::uint64_t>(key.key());
+    return query.exec1("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT "
+                       "granted AND classid::bigint = " + std::to_string(bits >> 32) +
+                       " AND objid::bigint = " + std::to_string(bits & 0xffffffffu))[0]
+               .as<int>();
+  };
+  auto holder = provider_named(unique_name("queue-holder"));
+  auto held = holder->create_lock(name).acquire();
+  auto waiter = provider_named(unique_name("queue-waiter"));
+
+  std::stop_source stop;
+  auto stopped = waiter->create_lock(name).async_try_acquire(std::chrono::hours(1),
+                                                             stop.get_token(),
+                                                             boost::asio::use_future);
+  REQUIRE(wait_until([&] { return waiting_at_server() == 1; }));
+  stop.request_stop();
+  REQUIRE(stopped.wait_for(10s) == std::future_status::ready);
+  CHECK_FALSE(stopped.get());
+  CHECK(wait_until([&] { return waiting_at_server() == 0; }));
+
+  CHECK_FALSE(waiter->create_lock(name).try_acquire(300ms));
+  CHECK(wait_until([&] { return waiting_at_server() == 0; }));
+  held.release();
+  CHECK(waiter->create_lock(name).try_acquire());  // nothing of ours was left to block it
+}
