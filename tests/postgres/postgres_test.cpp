@@ -228,3 +228,22 @@ TEST_CASE("a stopped or timed-out wait leaves no request in the server's lock qu
   held.release();
   CHECK(waiter->create_lock(name).try_acquire());  // nothing of ours was left to block it
 }
+
+TEST_CASE("a waiting writer holds back new readers, so writers do not starve",
+          "[postgres][rw]") {
+  const auto name = unique_name("starve");
+  auto readers = provider_named(unique_name("starve-readers"));
+  auto writers = provider_named(unique_name("starve-writer"));
+  auto first_reader = readers->create_reader_writer_lock(name).acquire_read();
+  auto writer = writers->create_reader_writer_lock(name).async_acquire_write(
+      30s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return writers->metrics().waits == 1; }));
+  // PostgreSQL queues a shared request behind a waiting exclusive one. The writer's wait
+  // statement may still be on its way: a reader let in before it queues is no starvation.
+  CHECK(wait_until([&] {
+    return !readers->create_reader_writer_lock(name).try_acquire_read().has_value();
+  }));
+  first_reader.release();
+  REQUIRE(writer.wait_for(30s) == std::future_status::ready);
+  CHECK(writer.get());
+}
