@@ -258,23 +258,37 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
   settle_ns = 5'000'000;  // the waiter's attempt and its blocking statement must be in place
   const auto handoff_samples = handoff(url, handoffs);
   {
+    // The samples of the five are interleaved, so that all see the same load on the machine.
     auto fenced = dlock::make_provider(url);
     auto unfenced = dlock::make_provider(with_option(url, "fencing_sequence="));
     auto fenced_lock = fenced->create_lock("uncontended");
     auto unfenced_lock = unfenced->create_lock("uncontended");
-    uncontended(fenced_lock, iterations / 10);  // warm-up, and the sequence exists
-    uncontended(unfenced_lock, iterations / 10);
-    bench::raw_libpq_floor(url, iterations / 10);
-    const auto trip = summarize(bench::raw_libpq_round_trip(url, iterations));
-    const auto floor = summarize(bench::raw_libpq_floor(url, iterations));
-    const auto plain = summarize(uncontended(unfenced_lock, iterations));
-    const auto ours = summarize(uncontended(fenced_lock, iterations));
-    print_row("raw libpq SELECT 1 (one round trip)", trip, iterations);
-    print_row("raw libpq try_advisory_lock + unlock (floor)", floor, iterations);
-    print_row("dlock acquire+release, no fencing token", plain, iterations);
-    print_row("dlock acquire+release, with fencing token", ours, iterations);
+    bench::raw_libpq raw(url);
+    std::vector<double> trip, floor, fenced_floor, plain, ours;
+    for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
+      const double samples[] = {raw.round_trip_us(), raw.grant_and_release_us(false),
+                                raw.grant_and_release_us(true),
+                                uncontended(unfenced_lock, 1).front(),
+                                uncontended(fenced_lock, 1).front()};
+      if (i < 0) continue;
+      for (auto [into, sample] : {std::pair{&trip, samples[0]}, std::pair{&floor, samples[1]},
+                                  std::pair{&fenced_floor, samples[2]},
+                                  std::pair{&plain, samples[3]}, std::pair{&ours, samples[4]}}) {
+        into->push_back(sample);
+      }
+    }
+    const auto floor_summary = summarize(floor);
+    const auto fenced_floor_summary = summarize(fenced_floor);
+    const auto plain_summary = summarize(plain);
+    const auto ours_summary = summarize(ours);
+    print_row("raw libpq SELECT 1 (one round trip)", summarize(trip), trip.size());
+    print_row("raw libpq try_advisory_lock + unlock (floor)", floor_summary, floor.size());
+    print_row("raw floor with nextval in the grant", fenced_floor_summary, fenced_floor.size());
+    print_row("dlock acquire+release, no fencing token", plain_summary, plain.size());
+    print_row("dlock acquire+release, with fencing token", ours_summary, ours.size());
     std::printf("%-44s median %9.2fx / %.2fx\n", "ratio to the floor (no token / token)",
-                plain.median_us / floor.median_us, ours.median_us / floor.median_us);
+                plain_summary.median_us / floor_summary.median_us,
+                ours_summary.median_us / fenced_floor_summary.median_us);
   }
   print_generic_rows(url, handoff_samples);
   {
@@ -289,8 +303,8 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
     }
     const double took_ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
     std::printf("%d held locks: %d server session(s), %ld KiB resident more, %.1f ms to take\n",
-                held_count, bench::server_sessions(url, application), resident_kib() - before,
-                took_ms);
+                held_count, bench::raw_libpq(url).server_sessions(application),
+                resident_kib() - before, took_ms);
   }
 }
 #endif
