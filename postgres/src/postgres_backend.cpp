@@ -256,7 +256,9 @@ class pg_acquire final : public acquire_operation,
     session_ = backend_->session_for_wait();
     own_session_ = true;
     phase_ = phase::waiting;
-    std::string sql = "SET lock_timeout = " + std::to_string(lock_timeout_ms()) + "; SELECT 0, " +
+    // statement_timeout off: a limit from the connection string must not end the wait early.
+    std::string sql = "SET lock_timeout = " + std::to_string(lock_timeout_ms()) +
+                      "; SET statement_timeout = 0; SELECT 0, " +
                       backend_->token_expression() + " FROM (SELECT pg_advisory_lock" + suffix() +
                       "(" + key_.sql_arguments() + ") OFFSET 0) AS granted";
     session_->connection->execute(std::move(sql), [self = shared_from_this()](query_result r) {
@@ -655,8 +657,15 @@ void postgres_backend::release_grant(std::shared_ptr<pg_session> session, std::u
   session->connection->execute(
       std::move(unlock_sql),
       [weak = weak_from_this(), session, done = std::move(done)](query_result r) {
+        if (!r.ok() && !r.connection_broken) {
+          // The lock may still be held by the session, but no longer in our books: end the
+          // session, which frees it and marks the session's other handles lost.
+          session->connection->abandon("an unlock failed: " + r.message);
+          done(r.message);
+          return;
+        }
         if (auto self = weak.lock()) self->retire_if_spare(session);
-        done(r.ok() || r.connection_broken ? std::string() : r.message);
+        done({});
       });
 }
 

@@ -247,3 +247,14 @@ TEST_CASE("a waiting writer holds back new readers, so writers do not starve",
   REQUIRE(writer.wait_for(30s) == std::future_status::ready);
   CHECK(writer.get());
 }
+
+TEST_CASE("a statement_timeout from the connection string does not cut a wait short",
+          "[postgres]") {
+  const auto name = unique_name("statement-timeout");
+  auto holder = provider_named(unique_name("st-holder"));
+  auto held = holder->create_lock(name).acquire();
+  auto waiter = dlock::make_provider(server_url() + "?options=-c%20statement_timeout%3D50");
+  const auto started = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(waiter->create_lock(name).acquire(600ms), dlock::timeout_error);
+  CHECK(std::chrono::steady_clock::now() - started >= 600ms);
+}
