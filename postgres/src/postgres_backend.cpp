@@ -373,23 +373,26 @@ class pg_acquire final : public acquire_operation,
     if (phase_ == phase::listening) {
       stop_listening();
       complete(nullptr, nullptr);
-    } else if (phase_ == phase::waiting) {
-      if (!deadline_passed()) {
-        cancel_sent_ = session_->connection->cancel_running();
-        if (!cancel_sent_) {
-          // Still queued behind the connect: nothing was sent, so closing the session is clean.
-          session_->connection->close();
-          return;
-        }
-      }
-      // A server that does not answer (paused, unreachable) ends neither by lock_timeout nor
-      // by the cancel: give the session up after connect_timeout, which frees what it holds.
-      retry_timer_.expires_after(backend_->settings().connect_timeout);
-      retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
-        auto self = weak.lock();
-        if (!ec && self && self->phase_ == phase::waiting) self->session_->connection->close();
-      });
+      return;
     }
+    if (phase_ == phase::waiting && !deadline_passed()) {
+      cancel_sent_ = session_->connection->cancel_running();
+      if (!cancel_sent_) {
+        // Still queued behind the connect: nothing was sent, so closing the session is clean.
+        session_->connection->close();
+        return;
+      }
+    }
+    // A server that does not answer (paused, unreachable) ends neither the statement by itself
+    // nor on the cancel: give the session up after connect_timeout. The server frees what it
+    // held, and every handle on it is marked lost (nobody can vouch for them).
+    retry_timer_.expires_after(backend_->settings().connect_timeout);
+    retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (!ec && self && self->phase_ != phase::done) {
+        self->session_->connection->abandon("no answer within connect_timeout after a stop");
+      }
+    });
   }
 
   void complete(std::exception_ptr error, std::unique_ptr<lease> granted) {

@@ -111,3 +111,20 @@ TEST_CASE("a stop request ends a wait even when the server does not answer the c
   resume.now();
   CHECK(acquires_again(*waiter, unique_name("after-pause")));
 }
+
+TEST_CASE("a timeout ends an acquire whose attempt the server never answers",
+          "[postgres][fault]") {
+  auto pg = provider_named(unique_name("paused-attempt"), "&connect_timeout=1s");
+  auto held = pg->create_lock(unique_name("paused-attempt-held")).acquire();  // a session is up
+  support::undo_test_servers_fault resume({"resume", "postgres"});
+  support::test_servers({"pause", "postgres"});
+  auto attempt = std::async(std::launch::async, [&] {
+    return pg->create_lock(unique_name("paused-attempt")).try_acquire(200ms).has_value();
+  });
+  // The attempt is a connection_error (never "not acquired") within connect_timeout.
+  REQUIRE(attempt.wait_for(5s) == std::future_status::ready);
+  CHECK_THROWS_AS(attempt.get(), dlock::connection_error);
+  CHECK(held.lost());  // its session did not answer either
+  resume.now();
+  CHECK(acquires_again(*pg, unique_name("after-paused-attempt")));
+}
