@@ -1,6 +1,7 @@
-// dlock-bench: latency of the file backend beside the syscall floor it is built on.
+// dlock-bench: latency of a backend beside the floor it is built on.
 //
-//   dlock-bench [--dir DIR] [--iterations N] [--handoffs N]
+//   dlock-bench [--dir DIR] [--iterations N] [--handoffs N]       the file backend
+//   dlock-bench --url postgres://... [--iterations N] [--handoffs N] [--held N]
 //
 // uncontended: acquire + release of one lock, N times, beside the raw
 //   open + flock(LOCK_EX) + flock(LOCK_UN) + close on the same kind of file in the same run,
@@ -9,6 +10,9 @@
 //   starting release() to the waiter's acquire() returning (CLOCK_MONOTONIC, shared memory).
 // wait endings: how soon a waiting acquire returns after a stop request, and how far past
 //   its timeout a try_acquire(5ms) on a held lock returns.
+// postgres: the floor is a raw libpq connection's two round trips (pg_try_advisory_lock,
+//   pg_advisory_unlock); also one raw round trip, and --held N locks held by one provider
+//   (sessions at the server, resident memory).
 // docs/benchmarks.md records the figures and the command that produced them.
 #include <fcntl.h>
 #include <sys/file.h>
@@ -31,6 +35,9 @@
 #include <dlock/dlock.hpp>
 
 #include "bench_support.hpp"
+#if DLOCK_HAS_POSTGRES
+#include "postgres_floor.hpp"
+#endif
 
 namespace {
 
@@ -109,24 +116,123 @@ wait_endings wait_ending_latency(const std::string& url, int rounds) {
   return result;
 }
 
+void print_generic_rows(const std::string& url, const std::vector<double>& handoff_samples) {
+  print_row("dlock handoff between two processes", summarize(handoff_samples),
+            handoff_samples.size());
+  const auto endings = wait_ending_latency(url, 200);
+  print_row("waiting acquire returns after stop request", summarize(endings.after_stop_us),
+            endings.after_stop_us.size());
+  print_row("try_acquire(5ms) returns past its timeout", summarize(endings.past_timeout_us),
+            endings.past_timeout_us.size());
+}
+
+#if DLOCK_HAS_POSTGRES
+std::string with_option(const std::string& url, const std::string& option) {
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + option;
+}
+
+long resident_kib() {
+  long pages = 0, resident = 0;
+  if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(statm, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(statm);
+  }
+  return resident * (::sysconf(_SC_PAGESIZE) / 1024);
+}
+
+void postgres_bench(const std::string& url, int iterations, int handoffs, int held_count) {
+  std::printf("dlock-bench: postgres backend at %s\n",
+              dlock::make_provider(url)->endpoint().c_str());
+  // The waiter's attempt and its blocking statement must be in place before the release.
+  constexpr std::int64_t settle_ns = 5'000'000;
+  const auto handoff_samples = handoff(url, handoffs, settle_ns);
+  {
+    // The samples of the five are interleaved, so that all see the same load on the machine.
+    auto fenced = dlock::make_provider(url);
+    auto unfenced = dlock::make_provider(with_option(url, "fencing_sequence="));
+    auto fenced_lock = fenced->create_lock("uncontended");
+    auto unfenced_lock = unfenced->create_lock("uncontended");
+    bench::raw_libpq raw(url);
+    std::vector<double> trip, floor, fenced_floor, plain, ours;
+    for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
+      const double samples[] = {raw.round_trip_us(), raw.grant_and_release_us(false),
+                                raw.grant_and_release_us(true),
+                                uncontended(unfenced_lock, 1).front(),
+                                uncontended(fenced_lock, 1).front()};
+      if (i < 0) continue;
+      for (auto [into, sample] : {std::pair{&trip, samples[0]}, std::pair{&floor, samples[1]},
+                                  std::pair{&fenced_floor, samples[2]},
+                                  std::pair{&plain, samples[3]}, std::pair{&ours, samples[4]}}) {
+        into->push_back(sample);
+      }
+    }
+    const auto floor_summary = summarize(floor);
+    const auto fenced_floor_summary = summarize(fenced_floor);
+    const auto plain_summary = summarize(plain);
+    const auto ours_summary = summarize(ours);
+    print_row("raw libpq SELECT 1 (one round trip)", summarize(trip), trip.size());
+    print_row("raw libpq try_advisory_lock + unlock (floor)", floor_summary, floor.size());
+    print_row("raw floor with nextval in the grant", fenced_floor_summary, fenced_floor.size());
+    print_row("dlock acquire+release, no fencing token", plain_summary, plain.size());
+    print_row("dlock acquire+release, with fencing token", ours_summary, ours.size());
+    std::printf("%-44s median %9.2fx / %.2fx\n", "ratio to the floor (no token / token)",
+                plain_summary.median_us / floor_summary.median_us,
+                ours_summary.median_us / fenced_floor_summary.median_us);
+  }
+  print_generic_rows(url, handoff_samples);
+  {
+    const std::string application = "dlock-bench-held-" + std::to_string(::getpid());
+    auto provider = dlock::make_provider(with_option(url, "application_name=" + application));
+    (void)provider->create_lock("warm-up").acquire();
+    const long before = resident_kib();
+    std::vector<dlock::lock_handle> held;
+    const auto start = clock_type::now();
+    for (int i = 0; i < held_count; ++i) {
+      held.push_back(provider->create_lock("held-" + std::to_string(i)).acquire());
+    }
+    const double took_ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
+    std::printf("%d held locks: %d server session(s), %ld KiB resident more, %.1f ms to take\n",
+                held_count, bench::raw_libpq(url).server_sessions(application),
+                resident_kib() - before, took_ms);
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   std::filesystem::path dir;
+  std::string url_option;
   int iterations = 20000;
   int handoffs = 2000;
+  int held_count = 1000;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (i + 1 < argc && arg == "--dir") {
       dir = argv[++i];
+    } else if (i + 1 < argc && arg == "--url") {
+      url_option = argv[++i];
     } else if (i + 1 < argc && arg == "--iterations") {
       iterations = std::stoi(argv[++i]);
     } else if (i + 1 < argc && arg == "--handoffs") {
       handoffs = std::min(std::stoi(argv[++i]), 100000);
+    } else if (i + 1 < argc && arg == "--held") {
+      held_count = std::stoi(argv[++i]);
     } else {
-      std::cerr << "usage: dlock-bench [--dir DIR] [--iterations N] [--handoffs N]\n";
+      std::cerr << "usage: dlock-bench [--dir DIR | --url postgres://...] [--iterations N] "
+                   "[--handoffs N] [--held N]\n";
       return 64;
     }
+  }
+  if (!url_option.empty()) {
+#if DLOCK_HAS_POSTGRES
+    if (url_option.starts_with("postgres")) {
+      postgres_bench(url_option, iterations, handoffs, held_count);
+      return 0;
+    }
+#endif
+    std::cerr << "dlock-bench: --url supports the postgres backend of this build only\n";
+    return 64;
   }
   bool own_dir = false;
   if (dir.empty()) {
@@ -152,13 +258,7 @@ int main(int argc, char** argv) try {
     print_row("dlock acquire+release, uncontended", ours, iterations);
     std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
   }
-  print_row("dlock handoff between two processes", summarize(handoff_samples),
-            handoff_samples.size());
-  const auto endings = wait_ending_latency(url, 200);
-  print_row("waiting acquire returns after stop request", summarize(endings.after_stop_us),
-            endings.after_stop_us.size());
-  print_row("try_acquire(5ms) returns past its timeout", summarize(endings.past_timeout_us),
-            endings.past_timeout_us.size());
+  print_generic_rows(url, handoff_samples);
   if (own_dir) std::filesystem::remove_all(dir);
   return 0;
 } catch (const std::exception& e) {

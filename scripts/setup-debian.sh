@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing dlock needs on Debian 12, from Debian's own packages.
 #
-#   scripts/setup-debian.sh            build dependencies only
+#   scripts/setup-debian.sh            build dependencies only (libpqxx-dev: DLOCK_WITH_POSTGRES)
 #   scripts/setup-debian.sh --servers  also the Redis, PostgreSQL 15 and ZooKeeper servers and the
 #                                      client libraries the networked backends link
 #
@@ -10,9 +10,9 @@
 # start private instances with scripts/test-servers.sh, so nothing may listen on the default ports.
 set -euo pipefail
 
-build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhiredis-dev)
+build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhiredis-dev libpqxx-dev)
 server_packages=(redis-server redis-tools zookeeper default-jre-headless postgresql-15
-                 postgresql-client-15 libhiredis-dev libpqxx-dev libzookeeper-mt-dev netcat-openbsd
+                 postgresql-client-15 libhiredis-dev libzookeeper-mt-dev netcat-openbsd
                  iproute2 procps)
 
 usage() {

@@ -140,8 +140,13 @@ running_pid() {
 }
 
 signal_server() {
-  local signal=$1 pid=$2
+  local signal=$1 pid=$2 child
   kill -s "$signal" -- "-$pid" 2>/dev/null || kill -s "$signal" "$pid" 2>/dev/null || true
+  # PostgreSQL's backends each lead a process group of their own (setsid() in
+  # InitPostmasterChild), so the group signal above misses them: signal the server's children.
+  for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+    kill -s "$signal" "$child" 2>/dev/null || true
+  done
 }
 
 wait_process_group_gone() {

@@ -16,6 +16,9 @@ void register_built_backends() {
 #if DLOCK_HAS_REDIS
   redis::register_scheme();
 #endif
+#if DLOCK_HAS_POSTGRES
+  postgres::register_scheme();
+#endif
 }
 
 }  // namespace

@@ -17,6 +17,9 @@
 #if DLOCK_HAS_REDIS
 #include <dlock/redis.hpp>
 #endif
+#if DLOCK_HAS_POSTGRES
+#include <dlock/postgres.hpp>
+#endif
 
 namespace dlock {
 

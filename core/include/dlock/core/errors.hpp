@@ -5,6 +5,7 @@
 //   cancelled_error   acquire() was ended by a stop request
 //   connection_error  the backend could not be reached, or dropped us
 //   lock_lost_error   an operation needed the lock, but it was lost
+//   deadlock_error    the backend broke a deadlock by failing this acquire
 //   std::invalid_argument  a bad name, URL, option or timeout (not a dlock::error)
 // try_acquire() reports "not obtained" as an empty optional, never as an exception.
 #pragma once
@@ -42,6 +43,15 @@ class connection_error : public error {
 
 /// An operation needed the lock, but exclusivity can no longer be guaranteed.
 class lock_lost_error : public error {
+ public:
+  using error::error;
+};
+
+/// The backend found that this acquire would close a cycle of waiters (PostgreSQL's deadlock
+/// detector, SQLSTATE 40P01) and failed it to break the cycle. Not a timeout: waiting longer
+/// cannot help. Release what the caller holds and retry, or take locks in one fixed order
+/// (dlock::acquire_all does).
+class deadlock_error : public error {
  public:
   using error::error;
 };

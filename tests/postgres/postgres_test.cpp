@@ -1,0 +1,260 @@
+// dlock::postgres against the real server: bad input, unreachable endpoints, sessions shared by
+// many locks, the re-entrancy trap, and a real psql session on the same key.
+#include <chrono>
+#include <future>
+#include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
+
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+#include <pqxx/pqxx>
+
+#include <dlock/dlock.hpp>
+
+#include "support.hpp"
+#include "test_servers.hpp"
+
+using namespace std::chrono_literals;
+using dlock::postgres::advisory_key;
+using support::unique_name;
+using support::wait_until;
+
+namespace {
+
+std::string server_url() { return support::require_test_server_endpoint("DLOCK_TEST_POSTGRES"); }
+
+std::shared_ptr<dlock::postgres::provider> provider_named(const std::string& application,
+                                                          std::uint32_t locks_per_session = 0) {
+  return std::make_shared<dlock::postgres::provider>(dlock::postgres::options{
+      .connection_string = server_url() + "?application_name=" + application,
+      .locks_per_session = locks_per_session});
+}
+
+// Sessions the server has for clients that connected as `application`.
+int sessions_of(const std::string& application) {
+  pqxx::connection connection(server_url());
+  pqxx::nontransaction query(connection);
+  return query.exec1("SELECT count(*) FROM pg_stat_activity WHERE application_name = " +
+                     query.quote(application))[0]
+      .as<int>();
+}
+
+// A psql process reading statements from its stdin, one answer line per statement.
+class psql_session {
+ public:
+  psql_session() : psql_({"/usr/bin/psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                          server_url()}) {}
+  std::optional<std::string> run(const std::string& statement) {
+    psql_.write_stdin(statement + ";\n");
+    return psql_.read_line(30s);
+  }
+
+ private:
+  support::child_process psql_;
+};
+
+}  // namespace
+
+TEST_CASE("bad URLs and options are invalid_argument naming the field", "[postgres]") {
+  const std::string base = server_url();
+  auto rejects = [](const std::string& url, const std::string& field) {
+    INFO(url);
+    CHECK_THROWS_WITH(dlock::make_provider(url), Catch::Contains(field));
+    CHECK_THROWS_AS(dlock::make_provider(url), std::invalid_argument);
+  };
+  rejects(base + "?keepalive=banana", "keepalive");
+  rejects(base + "?keepalive=0s", "keepalive");
+  rejects(base + "?connect_timeout=0", "connect_timeout");
+  rejects(base + "?semaphore_retry=-1s", "semaphore_retry");
+  rejects(base + "?release_timeout=5", "release_timeout");
+  rejects(base + "?fencing_sequence=x;drop", "fencing_sequence");
+  rejects(base + "?locks_per_session=-1", "locks_per_session");
+  rejects(base + "?no_such_option=1", "no_such_option");
+  rejects("postgres://dlock:pw@127.0.0.1:99999/db", "port");
+  CHECK_THROWS_AS(dlock::postgres::provider({.connection_string = ""}), std::invalid_argument);
+  CHECK_THROWS_WITH(dlock::postgres::provider({.connection_string = "host=x password='hunter2"}),
+                    Catch::Contains("connection_string") && !Catch::Contains("hunter2"));
+  auto pg = dlock::make_provider(base + "?keepalive=2s&sslmode=disable&application_name=t");
+  CHECK(pg->scheme() == "postgres");
+  CHECK_THROWS_AS(pg->create_semaphore(unique_name("big"), 1001).try_acquire(),
+                  std::invalid_argument);
+}
+
+TEST_CASE("an unreachable server, an unknown user or database is a connection_error naming "
+          "the endpoint and never the password, within the connect timeout",
+          "[postgres]") {
+  const auto server = support::endpoint_hosts(server_url()).front();
+  const std::string at = "127.0.0.1:" + std::to_string(server.port);
+  struct endpoint_case {
+    std::string url, fragment;
+  };
+  for (const auto& [url, fragment] : std::vector<endpoint_case>{
+           {"postgres://dlock:s3cret-pw@127.0.0.1:1/dlock_test", "127.0.0.1:1"},
+           {"postgres://nobody:s3cret-pw@" + at + "/dlock_test", at},
+           {"postgres://dlock:s3cret-pw@" + at + "/no_such_database", "no_such_database"},
+           // A TEST-NET-1 address (RFC 5737): never answers, so only the timeout ends it.
+           {"postgres://dlock:s3cret-pw@192.0.2.1:5432/dlock_test", "192.0.2.1:5432"}}) {
+    INFO(url);
+    auto pg = dlock::make_provider(url + "?connect_timeout=1s");
+    const auto started = std::chrono::steady_clock::now();
+    std::string message;
+    try {
+      (void)pg->create_lock("x").try_acquire();
+      FAIL("no connection_error");
+    } catch (const dlock::connection_error& e) {
+      message = e.what();
+    }
+    CHECK(std::chrono::steady_clock::now() - started < 3s);
+    CHECK_THAT(message, Catch::Contains(fragment) && !Catch::Contains("s3cret-pw"));
+  }
+}
+
+TEST_CASE("locks obtained at once share one session, and a thousand held locks need one",
+          "[postgres][multiplexing]") {
+  const auto application = unique_name("many");
+  auto pg = provider_named(application);
+  std::vector<dlock::lock_handle> held;
+  for (int i = 0; i < 1000; ++i) {
+    auto handle = pg->create_lock(application + "-" + std::to_string(i)).try_acquire();
+    REQUIRE(handle);
+    held.push_back(std::move(*handle));
+  }
+  CHECK(sessions_of(application) == 1);
+  held.clear();
+  auto one_per_lock = provider_named(application + "-single", 1);
+  auto a = one_per_lock->create_lock(unique_name("a")).acquire();
+  auto b = one_per_lock->create_lock(unique_name("b")).acquire();
+  CHECK(sessions_of(application + "-single") == 2);
+}
+
+TEST_CASE("a session never grants a name it holds to a second local contender",
+          "[postgres][multiplexing]") {
+  // Advisory locks are re-entrant per session: asking the holder's session again would
+  // succeed. Every primitive must send the second request elsewhere and see it taken.
+  auto pg = provider_named(unique_name("reentry"));
+  const auto name = unique_name("reentry");
+  auto held = pg->create_lock(name).acquire();
+  CHECK_FALSE(pg->create_lock(name).try_acquire());
+  CHECK_FALSE(pg->create_lock(name).try_acquire(50ms));
+  CHECK_FALSE(pg->create_reader_writer_lock(name).try_acquire_read());
+  auto slot = pg->create_semaphore(name, 1).acquire();
+  CHECK_FALSE(pg->create_semaphore(name, 1).try_acquire());
+  CHECK_FALSE(pg->create_semaphore(name, 1).try_acquire(50ms));
+  auto write = pg->create_reader_writer_lock(name + "-rw").acquire_write();
+  CHECK_FALSE(pg->create_reader_writer_lock(name + "-rw").try_acquire_write());
+  held.release();
+  CHECK(pg->create_lock(name).try_acquire());
+}
+
+TEST_CASE("a psql session holding the advisory key excludes dlock, and dlock excludes psql",
+          "[postgres][interop]") {
+  const auto name = unique_name("psql");  // hashed: a bigint key
+  const auto key = advisory_key::from_name(name);
+  auto pg = provider_named(unique_name("interop"));
+
+  psql_session psql;
+  REQUIRE(psql.run("SELECT pg_advisory_lock(" + std::to_string(key.key()) + "), 'held'") ==
+          "|held");
+  CHECK_FALSE(pg->create_lock(name).try_acquire());
+  CHECK_THROWS_AS(pg->create_lock(name).acquire(100ms), dlock::timeout_error);
+  auto waiting = pg->create_lock(name).async_acquire(30s, {}, boost::asio::use_future);
+  REQUIRE(psql.run("SELECT pg_advisory_unlock(" + std::to_string(key.key()) + ")") == "t");
+  REQUIRE(waiting.wait_for(30s) == std::future_status::ready);
+  auto held = waiting.get();
+  CHECK(psql.run("SELECT pg_try_advisory_lock(" + std::to_string(key.key()) + ")") == "f");
+  held.release();
+  CHECK(psql.run("SELECT pg_try_advisory_lock(" + std::to_string(key.key()) + ")") == "t");
+
+  // A short ASCII name is the int4 pair of the .NET packing; psql sees the same pair.
+  const std::string pair_name = "job" + std::to_string(::getpid() % 1000);
+  const auto pair = advisory_key::from_name(pair_name);
+  REQUIRE(pair.is_pair());
+  auto job = pg->create_lock(pair_name).acquire();
+  CHECK(psql.run("SELECT pg_try_advisory_lock(" + std::to_string(pair.high()) + ", " +
+                 std::to_string(pair.low()) + ")") == "f");
+  auto explicit_key = pg->create_lock(advisory_key(pair.high(), pair.low()));
+  CHECK_FALSE(explicit_key.try_acquire());
+}
+
+TEST_CASE("fencing tokens come from a sequence the provider creates on first use",
+          "[postgres][fencing]") {
+  const std::string sequence = "dlock_fencing_test_" + std::to_string(::getpid());
+  pqxx::connection connection(server_url());
+  pqxx::nontransaction query(connection);
+  query.exec("DROP SEQUENCE IF EXISTS " + sequence);
+  auto pg = dlock::make_provider(server_url() + "?fencing_sequence=" + sequence);
+  const auto name = unique_name("fenced");
+  std::uint64_t previous = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto held = pg->create_lock(name).acquire();
+    CHECK(held.fencing_token() > previous);
+    previous = held.fencing_token();
+  }
+  CHECK(query.exec1("SELECT last_value FROM " + sequence)[0].as<std::uint64_t>() == previous);
+  query.exec("DROP SEQUENCE " + sequence);
+
+  auto unfenced = dlock::make_provider(server_url() + "?fencing_sequence=");
+  CHECK(unfenced->create_lock(name).acquire().fencing_token() == 0);
+}
+
+TEST_CASE("a stopped or timed-out wait leaves no request in the server's lock queue",
+          "[postgres][cancel]") {
+  const auto name = unique_name("queue");
+  const auto key = advisory_key::from_name(name);
+  auto waiting_at_server = [&] {
+    pqxx::connection connection(server_url());
+    pqxx::nontransaction query(connection);
+    const auto bits = static_cast<std::uint64_t>(key.key());
+    return query.exec1("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT "
+                       "granted AND classid::bigint = " + std::to_string(bits >> 32) +
+                       " AND objid::bigint = " + std::to_string(bits & 0xffffffffu))[0]
+               .as<int>();
+  };
+  auto holder = provider_named(unique_name("queue-holder"));
+  auto held = holder->create_lock(name).acquire();
+  auto waiter = provider_named(unique_name("queue-waiter"));
+
+  std::stop_source stop;
+  auto stopped = waiter->create_lock(name).async_try_acquire(std::chrono::hours(1),
+                                                             stop.get_token(),
+                                                             boost::asio::use_future);
+  REQUIRE(wait_until([&] { return waiting_at_server() == 1; }));
+  stop.request_stop();
+  REQUIRE(stopped.wait_for(10s) == std::future_status::ready);
+  CHECK_FALSE(stopped.get());
+  CHECK(wait_until([&] { return waiting_at_server() == 0; }));
+
+  CHECK_FALSE(waiter->create_lock(name).try_acquire(300ms));
+  CHECK(wait_until([&] { return waiting_at_server() == 0; }));
+  held.release();
+  CHECK(waiter->create_lock(name).try_acquire());  // nothing of ours was left to block it
+}
+
+TEST_CASE("a waiting writer holds back new readers, so writers do not starve",
+          "[postgres][rw]") {
+  const auto name = unique_name("starve");
+  auto readers = provider_named(unique_name("starve-readers"));
+  auto writers = provider_named(unique_name("starve-writer"));
+  auto first_reader = readers->create_reader_writer_lock(name).acquire_read();
+  auto writer = writers->create_reader_writer_lock(name).async_acquire_write(
+      30s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return writers->metrics().waits == 1; }));
+  // PostgreSQL queues a shared request behind a waiting exclusive one. The writer's wait
+  // statement may still be on its way: a reader let in before it queues is no starvation.
+  CHECK(wait_until([&] {
+    return !readers->create_reader_writer_lock(name).try_acquire_read().has_value();
+  }));
+  first_reader.release();
+  REQUIRE(writer.wait_for(30s) == std::future_status::ready);
+  CHECK(writer.get());
+}
+
+TEST_CASE("a statement_timeout from the connection string does not cut a wait short",
+          "[postgres]") {
+  const auto name = unique_name("statement-timeout");
+  auto holder = provider_named(unique_name("st-holder"));
+  auto held = holder->create_lock(name).acquire();
+  auto waiter = dlock::make_provider(server_url() + "?options=-c%20statement_timeout%3D50");
+  const auto started = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(waiter->create_lock(name).acquire(600ms), dlock::timeout_error);
+  CHECK(std::chrono::steady_clock::now() - started >= 600ms);
+}
