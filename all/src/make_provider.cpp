@@ -13,6 +13,9 @@ void register_built_backends() {
 #if DLOCK_HAS_MEMORY
   memory::register_scheme();
 #endif
+#if DLOCK_HAS_ZOOKEEPER
+  zookeeper::register_scheme();
+#endif
 }
 
 }  // namespace

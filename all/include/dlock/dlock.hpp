@@ -14,11 +14,15 @@
 #if DLOCK_HAS_MEMORY
 #include <dlock/memory.hpp>
 #endif
+#if DLOCK_HAS_ZOOKEEPER
+#include <dlock/zookeeper.hpp>
+#endif
 
 namespace dlock {
 
 /// Builds the provider a URL describes, with any backend this build has:
-/// `file:///var/lock/app`, `memory://` (one process), and the schemes of the networked
+/// `file:///var/lock/app`, `memory://` (one process),
+/// `zookeeper://h1:2181,h2:2181/locks`, and the schemes of the networked
 /// backends when they are built.
 /// The URL's query holds the backend's options (docs per backend); an unknown one is an error.
 /// Throws: std::invalid_argument for a malformed URL, unknown scheme or option (naming it);
