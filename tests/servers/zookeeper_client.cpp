@@ -71,6 +71,15 @@ std::vector<std::string> zookeeper_session::children(const std::string& path) {
   return names;
 }
 
+std::int64_t zookeeper_session::czxid(const std::string& path) {
+  Stat stat{};
+  return zoo_exists(handle_.get(), path.c_str(), 0, &stat) == ZOK ? stat.czxid : -1;
+}
+
+int zookeeper_session::create(const std::string& path) {
+  return zoo_create(handle_.get(), path.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+}
+
 int zookeeper_session::remove(const std::string& path) {
   return zoo_delete(handle_.get(), path.c_str(), -1);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,12 @@ class zookeeper_session {
   /// The children of `path` (empty when it does not exist). Throws std::runtime_error with
   /// the ZooKeeper error otherwise.
   std::vector<std::string> children(const std::string& path);
+
+  /// The czxid of `path` (the zxid of its creation), or -1 when it does not exist.
+  std::int64_t czxid(const std::string& path);
+
+  /// Creates the persistent node `path` with open ACL; returns the ZooKeeper error code.
+  int create(const std::string& path);
 
   /// Deletes the node `path`; returns the ZooKeeper error code (ZOK, ZNONODE, ZNOAUTH, ...).
   int remove(const std::string& path);

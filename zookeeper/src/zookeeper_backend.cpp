@@ -458,6 +458,7 @@ zookeeper_backend::zookeeper_backend(options opts)
                           ZOO_READ_ACL_UNSAFE.data + ZOO_READ_ACL_UNSAFE.count);
       break;
   }
+  negotiated_timeout_ = options_.session_timeout;
   acl_.count = static_cast<std::int32_t>(acl_entries_.size());
   acl_.data = acl_entries_.data();
   disconnect_timer_.emplace(io_->executor());
@@ -539,6 +540,13 @@ void zookeeper_backend::on_session_event(int state) {
 
 void zookeeper_backend::on_connected() {
   connected_ = true;
+  {
+    // The server may have changed the session timeout to fit its [min, max] range.
+    std::lock_guard lock(handle_mutex_);
+    if (handle_ && zoo_recv_timeout(handle_) > 0) {
+      negotiated_timeout_ = std::chrono::milliseconds(zoo_recv_timeout(handle_));
+    }
+  }
   disconnected_too_long_ = false;
   disconnect_timer_->cancel();
   {
@@ -554,18 +562,18 @@ void zookeeper_backend::on_connected() {
 void zookeeper_backend::on_disconnected() {
   if (!connected_) return;
   connected_ = false;
-  // The ensemble expires a session it has not heard from for a session timeout. Past that,
-  // our nodes may be gone (we learn it for sure only when we reach a server again), so the
-  // holders must stop now, and nobody waits any longer for a connection.
-  disconnect_timer_->expires_after(options_.session_timeout);
+  // The ensemble expires a session it has not heard from for a session timeout t. The client
+  // notices a silent connection only after 2t/3 without a reply, so the session may be gone t/3
+  // after we learn of the disconnection: from then on holders must stop (we learn for sure
+  // only when we reach a server again), and nobody waits any longer for a connection.
+  disconnect_timer_->expires_after(negotiated_timeout_ / 3);
   disconnect_timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     auto self = weak.lock();
     if (!self || ec || self->connected_) return;
     self->disconnected_too_long_ = true;
     self->mark_all_lost();
     auto error = std::make_exception_ptr(connection_error(
-        "dlock: zookeeper " + self->endpoint_ + ": no server of the ensemble reachable for a " +
-        "whole session timeout"));
+        "dlock: zookeeper " + self->endpoint_ + ": no server of the ensemble reachable"));
     auto waiters = std::exchange(self->connect_waiters_, {});
     for (auto& waiter : waiters) waiter(error);
   });

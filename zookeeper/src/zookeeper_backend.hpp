@@ -115,6 +115,7 @@ class zookeeper_backend final : public dlock::backend,
   // Session state, touched on the io thread only.
   bool connected_ = false;
   bool disconnected_too_long_ = false;
+  std::chrono::milliseconds negotiated_timeout_{};
   std::optional<boost::asio::steady_timer> disconnect_timer_;
   std::deque<std::function<void(std::exception_ptr)>> connect_waiters_;
   std::vector<std::string> pending_removes_;
