@@ -21,6 +21,9 @@ namespace {
 // Escaped names stay short enough that a lock node's children list stays small.
 constexpr std::size_t max_escaped_bytes = 200;
 
+// How long a withdrawn acquire waits for the server to confirm the deletion of its nodes.
+constexpr auto abandon_wait = std::chrono::milliseconds(80);
+
 bool is_connection_loss(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
 // The session this call belonged to is gone: its ephemeral nodes went with it.
 bool is_session_gone(int rc) { return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE; }
@@ -85,7 +88,8 @@ class zookeeper_acquire final : public acquire_operation,
       : backend_(std::move(backend)),
         request_(std::move(request)),
         done_(std::move(done)),
-        executor_(backend_->executor()) {
+        executor_(backend_->executor()),
+        abandon_timer_(executor_) {
     const std::string node = backend_->node_of(request_.name);
     if (request_.kind == primitive::semaphore) {
       stages_.push_back({node + "/locks", lock_marker});
@@ -345,17 +349,25 @@ class zookeeper_acquire final : public acquire_operation,
   }
 
   /// Deletes our nodes, then completes with no lease.
+  /// Deletes our nodes, then completes with no lease: once the server confirms, so that a
+  /// caller who lists the queue next finds them gone, but after abandon_wait at most, so that
+  /// a stop request is prompt even when the server does not answer (a delete cut off by the
+  /// connection is retried after reconnecting; a session expiry removes the nodes anyway).
   void abandon() {
     drop_watch();
     auto pending = std::make_shared<int>(0);
     for (stage& s : stages_) {
       if (s.node.empty()) continue;
       ++*pending;
-      backend_->remove(std::exchange(s.node, {}), step([pending](zookeeper_acquire& self, zk_reply) {
-                         if (--*pending == 0) self.finish(nullptr, nullptr);
-                       }));
+      backend_->remove(std::exchange(s.node, {}), [self = shared_from_this(), pending](zk_reply) {
+        if (--*pending == 0 && !self->finished_) self->finish(nullptr, nullptr);
+      });
     }
-    if (*pending == 0) finish(nullptr, nullptr);
+    if (*pending == 0) return finish(nullptr, nullptr);
+    abandon_timer_.expires_after(abandon_wait);
+    abandon_timer_.async_wait([self = shared_from_this()](boost::system::error_code) {
+      if (!self->finished_) self->finish(nullptr, nullptr);
+    });
   }
 
   void fail(std::exception_ptr error) {
@@ -377,6 +389,7 @@ class zookeeper_acquire final : public acquire_operation,
 
   void finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
     finished_ = true;
+    abandon_timer_.cancel();
     auto done = std::move(done_);
     // As in core: let the caller, not this op, hold the last reference to the backend.
     backend_.reset();
@@ -387,6 +400,7 @@ class zookeeper_acquire final : public acquire_operation,
   acquire_request request_;
   acquire_completion done_;
   boost::asio::any_io_executor executor_;
+  boost::asio::steady_timer abandon_timer_;
   std::vector<stage> stages_;
   std::size_t stage_index_ = 0;
   std::uint64_t watch_id_ = 0;
