@@ -122,13 +122,13 @@ class zookeeper_acquire final : public acquire_operation,
   stage& current() { return stages_[stage_index_]; }
   bool leases_stage() const { return request_.kind == primitive::semaphore && stage_index_ == 1; }
 
-  // The continuation of a call: while it is out, a stop request waits for it (the call may
-  // be creating our node), and once the op is done its late answers are ignored.
+  // The continuation of a call: while calls are out, a stop request waits for them (one may
+  // be creating our node), and once the op is done their late answers are ignored.
   template <class Step>
   auto step(Step next) {
-    in_flight_ = true;
+    ++calls_out_;
     return [self = shared_from_this(), next = std::move(next)](auto&&... args) mutable {
-      self->in_flight_ = false;
+      --self->calls_out_;
       if (self->finished_) return;
       next(*self, std::forward<decltype(args)>(args)...);
     };
@@ -169,6 +169,15 @@ class zookeeper_acquire final : public acquire_operation,
                             self.step([](zookeeper_acquire& me, zk_reply reply) {
                               me.on_created(std::move(reply));
                             }));
+      if (self.leases_stage()) return;
+      // Pipelined: the server runs a session's requests in order, so this listing already
+      // shows the node the create makes, and the grant costs one round trip less.
+      const auto attempt = ++self.attempt_;
+      self.pipelined_listing_ = attempt;
+      self.backend_->get_children(s.parent, self.step([attempt](zookeeper_acquire& me,
+                                                                zk_reply reply) {
+                                    me.on_pipelined_listing(attempt, std::move(reply));
+                                  }));
     }));
   }
 
@@ -177,9 +186,11 @@ class zookeeper_acquire final : public acquire_operation,
     if (reply.rc == ZOK) {
       s.node = std::move(reply.path);
       s.czxid = reply.czxid;
+      if (pipelined_listing_ == attempt_ && pipelined_listing_ != 0) return;  // it follows
       if (cancelled_) return abandon();
       return after_create();
     }
+    if (cancelled_ && calls_out_ == 0 && !is_connection_loss(reply.rc)) return abandon();
     if (reply.rc == ZNONODE) {
       return backend_->ensure_path(s.parent, step([](zookeeper_acquire& self, zk_reply made) {
                                      if (made.rc != ZOK) return self.on_call_failed(made.rc, "create");
@@ -213,6 +224,21 @@ class zookeeper_acquire final : public acquire_operation,
                                 }));
           }));
     }));
+  }
+
+  /// The listing sent right behind a create. Its answer comes after the create's (one
+  /// session's answers arrive in request order), unless the client refused it at once.
+  void on_pipelined_listing(std::uint64_t attempt, zk_reply reply) {
+    if (attempt != attempt_) return;
+    pipelined_listing_ = 0;
+    if (cancelled_) {
+      if (calls_out_ == 0) abandon();
+      return;
+    }
+    // The create failed (its own answer deals with that) or is still out (refused listing:
+    // the create's answer lists again).
+    if (current().node.empty()) return;
+    on_queue(std::move(reply));
   }
 
   void after_create() {
@@ -278,11 +304,11 @@ class zookeeper_acquire final : public acquire_operation,
     }
     if (!found) return begin();
     if (leases <= request_.max_count) {
-      // The lease is ours; the semaphore's lock only serialised the lease creation.
-      stage& lock = stages_[0];
-      backend_->remove(lock.node, [](zk_reply) {});
-      lock.node.clear();
-      return grant();
+      // The lease is ours; the semaphore's lock only serialised the lease creation. Let it go
+      // before completing, as Curator does, so that a one-shot attempt that follows ours never
+      // finds it still taken.
+      return backend_->remove(std::exchange(stages_[0].node, {}),
+                              step([](zookeeper_acquire& self, zk_reply) { self.grant(); }));
     }
     if (!request_.wait) return abandon();
     note_waiting();  // the children watch set by check_leases wakes us
@@ -302,7 +328,7 @@ class zookeeper_acquire final : public acquire_operation,
 
   void on_watch_event(const zk_reply& event) {
     watch_id_ = 0;
-    if (in_flight_) return;  // a call still out answers first and looks again anyway
+    if (calls_out_ > 0) return;  // a call still out answers first and looks again anyway
     if (cancelled_) return abandon();
     if (event.event == ZOO_SESSION_EVENT) return begin();  // expired: queue again
     if (leases_stage()) return check_leases();
@@ -344,7 +370,7 @@ class zookeeper_acquire final : public acquire_operation,
 
   void on_cancel() {
     cancelled_ = true;
-    if (finished_ || in_flight_) return;  // the call in flight cleans up when it returns
+    if (finished_ || calls_out_ > 0) return;  // the call out cleans up when it returns
     abandon();
   }
 
@@ -404,7 +430,9 @@ class zookeeper_acquire final : public acquire_operation,
   std::vector<stage> stages_;
   std::size_t stage_index_ = 0;
   std::uint64_t watch_id_ = 0;
-  bool in_flight_ = false;
+  int calls_out_ = 0;
+  std::uint64_t attempt_ = 0;            // creates sent so far
+  std::uint64_t pipelined_listing_ = 0;  // the attempt whose pipelined listing is still out
   bool waiting_ = false;
   bool cancelled_ = false;
   bool finished_ = false;
@@ -576,6 +604,10 @@ void zookeeper_backend::on_connected() {
 void zookeeper_backend::on_disconnected() {
   if (!connected_) return;
   connected_ = false;
+  start_disconnect_clock();
+}
+
+void zookeeper_backend::start_disconnect_clock() {
   // The ensemble expires a session it has not heard from for a session timeout t. The client
   // notices a silent connection only after 2t/3 without a reply, so the session may be gone t/3
   // after we learn of the disconnection: from then on holders must stop (we learn for sure
@@ -603,6 +635,8 @@ void zookeeper_backend::on_expired() {
     expired = std::exchange(handle_, nullptr);
   }
   if (expired) zookeeper_close(expired);
+  // Acquires wait for the new session no longer than for a reconnection.
+  start_disconnect_clock();
   try {
     open_session();
   } catch (...) {

@@ -88,6 +88,8 @@ class zookeeper_backend final : public dlock::backend,
   std::string connect_string() const;
   void on_connected();
   void on_disconnected();
+  /// Fails connection waiters and marks holders lost unless connected within t/3.
+  void start_disconnect_clock();
   void on_expired();
   void mark_all_lost();
   void retry_pending_removes();

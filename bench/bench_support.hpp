@@ -1,0 +1,39 @@
+// What the dlock benchmarks share: timing, summaries, the two-process handoff, the uncontended
+// loop.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <dlock/dlock.hpp>
+
+namespace dlock_bench {
+
+using clock_type = std::chrono::steady_clock;
+using micros = std::chrono::duration<double, std::micro>;
+
+std::int64_t now_ns();
+
+struct summary {
+  double median_us;
+  double p99_us;
+};
+
+summary summarize(std::vector<double> samples);
+
+/// One line: "<what>  median .. us  p99 .. us  (n=..)".
+void print_row(const std::string& what, const summary& s, std::size_t n);
+
+/// acquire() + release of `lock`, `iterations` times; the time of each, in microseconds.
+std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations);
+
+/// Two processes take strict turns on one lock at `url`, each handing over only to a peer
+/// that is already waiting and has had `settle` to block; each sample is the time from the
+/// holder starting release() to the waiter's acquire() returning. Forks: call it while this
+/// process has no threads (no live provider).
+std::vector<double> handoff(const std::string& url, int rounds, std::chrono::microseconds settle);
+
+}  // namespace dlock_bench
