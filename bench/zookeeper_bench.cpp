@@ -9,6 +9,8 @@
 // handoff: two processes take turns on one lock; each sample is the time from the holder
 //   starting release() to the waiter's acquire() returning.
 // contended: P processes acquire and release one lock for S seconds; grants per second.
+// Then, when the build found a JDK and Curator's jars, bench/curator/CuratorBench.java does
+// the same with Apache Curator's InterProcessMutex against the same server.
 // docs/benchmarks.md records the figures and the command that produced them.
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -16,6 +18,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -179,7 +182,16 @@ int main(int argc, char** argv) try {
             handoff_samples.size());
   std::printf("%-44s %9.0f grants/s (%d processes, %.0f s)\n", "dlock contended", rate,
               contenders, seconds);
-  return 0;
+  if (std::string(DLOCK_CURATOR_BENCH_CLASSPATH).empty()) {
+    std::printf("(no Curator figures: this build found no JDK or no Curator jars)\n");
+    return 0;
+  }
+  std::fflush(stdout);
+  const std::string curator = std::string(DLOCK_JAVA) + " -cp " + DLOCK_CURATOR_BENCH_CLASSPATH +
+                              " CuratorBench " + hosts_of(server) + " " + base + "-curator " +
+                              std::to_string(iterations) + " " + std::to_string(handoffs) + " " +
+                              std::to_string(contenders) + " " + std::to_string(seconds);
+  return std::system(curator.c_str()) == 0 ? 0 : 1;
 } catch (const std::exception& e) {
   std::cerr << "dlock-zookeeper-bench: " << e.what() << "\n";
   return 1;

@@ -22,13 +22,13 @@ std::string server_hosts() {
 
 /// Whether the tests can run; says why not when Java is absent.
 bool java_available() {
-  if (std::string(DLOCK_JAVA).empty()) {
-    WARN("Curator interoperability not tested: no Java found at configure time "
-         "(apt-get install default-jdk-headless, then reconfigure)");
-    return false;
-  }
   if (!std::string(DLOCK_CURATOR_MISSING).empty()) {
     FAIL("Java is installed but not Curator's jars: apt-get install " DLOCK_CURATOR_MISSING);
+  }
+  if (std::string(DLOCK_JAVA).empty()) {
+    WARN("Curator interoperability not tested: no JDK found at configure time "
+         "(apt-get install default-jdk-headless, then reconfigure)");
+    return false;
   }
   return true;
 }

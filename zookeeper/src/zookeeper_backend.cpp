@@ -660,7 +660,7 @@ void zookeeper_backend::mark_all_lost() {
   std::vector<std::stop_source> lost;
   {
     std::lock_guard lock(held_mutex_);
-    for (auto& [id, held] : held_) lost.push_back(held->lost_signal());
+    for (auto& [id, held] : held_) lost.push_back(held.lease->lost_signal());
   }
   // Outside the mutex: a stop callback may release its handle at once.
   for (auto& signal : lost) signal.request_stop();
@@ -810,13 +810,21 @@ void zookeeper_backend::remove_released(const std::string& path, std::string_vie
 std::uint64_t zookeeper_backend::add_held(zookeeper_lease* lease) {
   std::lock_guard lock(held_mutex_);
   const std::uint64_t id = ++next_held_id_;
-  held_.emplace(id, lease);
+  held_.emplace(id, held_lease{lease, 0});
   return id;
 }
 
 void zookeeper_backend::remove_held(std::uint64_t id) {
-  std::lock_guard lock(held_mutex_);
-  held_.erase(id);
+  std::uint64_t watch_route = 0;
+  {
+    std::lock_guard lock(held_mutex_);
+    auto it = held_.find(id);
+    if (it == held_.end()) return;
+    watch_route = it->second.watch_route;
+    held_.erase(it);
+  }
+  // The release's own delete fires the watch; nobody needs to hear of it.
+  drop_route(watch_route);
 }
 
 void zookeeper_backend::watch_held(std::uint64_t held_id, const std::string& node) {
@@ -832,6 +840,8 @@ void zookeeper_backend::watch_held(std::uint64_t held_id, const std::string& nod
            }
          },
          &on_change, &watch_id);
+  std::lock_guard lock(held_mutex_);
+  if (auto it = held_.find(held_id); it != held_.end()) it->second.watch_route = watch_id;
 }
 
 void zookeeper_backend::on_held_node_event(std::uint64_t held_id, const std::string& node,
@@ -842,7 +852,7 @@ void zookeeper_backend::on_held_node_event(std::uint64_t held_id, const std::str
     auto it = held_.find(held_id);
     if (it == held_.end()) return;  // released meanwhile
     if (event == ZOO_DELETED_EVENT || event == ZOO_SESSION_EVENT) {
-      lost = it->second->lost_signal();
+      lost = it->second.lease->lost_signal();
     }
   }
   if (lost) {

@@ -130,7 +130,11 @@ class zookeeper_backend final : public dlock::backend,
 
   std::mutex held_mutex_;
   std::uint64_t next_held_id_ = 0;
-  std::unordered_map<std::uint64_t, zookeeper_lease*> held_;
+  struct held_lease {
+    zookeeper_lease* lease;
+    std::uint64_t watch_route;  // the route of the watch on its node
+  };
+  std::unordered_map<std::uint64_t, held_lease> held_;
 };
 
 }  // namespace dlock::zookeeper::detail
