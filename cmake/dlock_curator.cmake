@@ -4,7 +4,10 @@
 # Curator client needs), and DLOCK_CURATOR_MISSING (the Debian packages to install when Java is
 # there but a jar is not). Defines dlock_add_curator_jar(<target> <source.java>), which
 # compiles a Java program against those jars, and sets <target>_CLASSPATH in the caller.
-include_guard(GLOBAL)
+# Variables are per directory: included once in each directory that uses them.
+include_guard(DIRECTORY)
+get_property(dlock_curator_reported GLOBAL PROPERTY DLOCK_CURATOR_REPORTED)
+set_property(GLOBAL PROPERTY DLOCK_CURATOR_REPORTED TRUE)
 
 set(DLOCK_JAVA "")
 set(DLOCK_CURATOR_JARS "")
@@ -22,13 +25,13 @@ if(Java_FOUND)
           "libcurator-framework-java libcurator-recipes-java libzookeeper-java libslf4j-java")
     endif()
   endforeach()
-  if(DLOCK_CURATOR_MISSING)
+  if(DLOCK_CURATOR_MISSING AND NOT dlock_curator_reported)
     message(WARNING "dlock: Curator's jars not found (apt-get install ${DLOCK_CURATOR_MISSING}); "
                     "the Curator interoperability tests will fail")
-  else()
+  elseif(NOT DLOCK_CURATOR_MISSING)
     set(DLOCK_JAVA "${Java_JAVA_EXECUTABLE}")
   endif()
-else()
+elseif(NOT dlock_curator_reported)
   message(STATUS "dlock: no JDK (apt-get install default-jdk-headless): Curator interoperability "
                  "tests are skipped, the benchmark shows no Curator figures")
 endif()

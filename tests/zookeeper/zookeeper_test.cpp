@@ -221,3 +221,20 @@ TEST_CASE("an unreachable ensemble is a connection_error naming every host, not 
                     Catch::Contains("127.0.0.1:1,127.0.0.1:2") && !Catch::Contains("pw-secret"));
   CHECK(std::chrono::steady_clock::now() - started < 10s);
 }
+
+TEST_CASE("a semaphore used with another max_count than its holders' is invalid_argument",
+          "[zookeeper][semaphore]") {
+  const std::string base = "/" + unique_name("dlock-count");
+  auto zk = make_zookeeper(test_options(base));
+  auto other = make_zookeeper(test_options(base));
+  auto held = zk->create_semaphore("encoders", 2).acquire(10s);
+  auto wrong = other->create_semaphore("encoders", 3);
+  CHECK_THROWS_AS(wrong.try_acquire(), std::invalid_argument);
+  CHECK_THROWS_WITH(wrong.acquire(10s), Catch::Contains("max_count 3") && Catch::Contains("2"));
+  CHECK_THROWS_AS((void)wrong.current_count(), std::invalid_argument);
+  // The refused attempts left nothing behind.
+  support::zookeeper_session session(server_hosts());
+  CHECK(session.children(base + "/encoders/leases").size() == 1);
+  CHECK(session.children(base + "/encoders/locks").empty());
+  CHECK(other->create_semaphore("encoders", 2).current_count() == 1u);
+}

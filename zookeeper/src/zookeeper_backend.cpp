@@ -192,10 +192,12 @@ class zookeeper_acquire final : public acquire_operation,
     }
     if (cancelled_ && calls_out_ == 0 && !is_connection_loss(reply.rc)) return abandon();
     if (reply.rc == ZNONODE) {
+      // dlock records a semaphore's max_count as the data of its leases node.
       return backend_->ensure_path(s.parent, step([](zookeeper_acquire& self, zk_reply made) {
                                      if (made.rc != ZOK) return self.on_call_failed(made.rc, "create");
                                      self.send_create();
-                                   }));
+                                   }),
+                                   leases_stage() ? std::to_string(request_.max_count) : "");
     }
     // The create may have happened: look for our prefix before creating again (a second
     // node of ours would block everyone behind it until the session ends).
@@ -292,6 +294,15 @@ class zookeeper_acquire final : public acquire_operation,
   }
 
   void check_leases() {
+    if (!count_checked_) {
+      // Pipelined before the listing: the count recorded with the leases, checked once.
+      backend_->get_data(current().parent, step([](zookeeper_acquire& self, zk_reply reply) {
+                           self.count_checked_ = true;
+                           if (reply.rc != ZOK) return;  // the listing reports the failure
+                           self.count_error_ = self.backend_->max_count_mismatch(
+                               self.request_, reply.data, self.current().parent);
+                         }));
+    }
     zk_handler on_change = wake();
     backend_->get_children(current().parent, step([](zookeeper_acquire& self, zk_reply reply) {
                              self.on_leases(std::move(reply));
@@ -302,6 +313,7 @@ class zookeeper_acquire final : public acquire_operation,
   void on_leases(zk_reply reply) {
     if (cancelled_) return abandon();
     if (reply.rc != ZOK) return on_call_failed(reply.rc, "list");
+    if (count_error_) return fail(std::exchange(count_error_, nullptr));
     const std::string own = basename_of(current().node);
     std::size_t leases = 0;
     bool found = false;
@@ -443,6 +455,8 @@ class zookeeper_acquire final : public acquire_operation,
   std::uint64_t watch_id_ = 0;
   int calls_out_ = 0;
   bool watched_last_blocker_ = false;  // the predecessor watched is all that is in our way
+  bool count_checked_ = false;          // a semaphore's recorded max_count was looked at
+  std::exception_ptr count_error_;      // ... and differs from ours
   std::uint64_t attempt_ = 0;            // creates sent so far
   std::uint64_t pipelined_listing_ = 0;  // the attempt whose pipelined listing is still out
   bool waiting_ = false;
@@ -686,15 +700,17 @@ void zookeeper_backend::issue(std::uint64_t route_id,
 }
 
 void zookeeper_backend::create(const std::string& path, bool sequential_ephemeral,
-                               zk_handler then) {
+                               zk_handler then, const std::string& data) {
   const auto id = add_route(io_->executor(), std::move(then));
   const int flags = sequential_ephemeral ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_CONTAINER;
   issue(id, [&](zhandle_t* handle, const void* context) {
-    return zoo_acreate2(handle, path.c_str(), "", 0, &acl_, flags, on_create_completion, context);
+    return zoo_acreate2(handle, path.c_str(), data.data(), static_cast<int>(data.size()), &acl_,
+                        flags, on_create_completion, context);
   });
 }
 
-void zookeeper_backend::ensure_path(const std::string& path, zk_handler then) {
+void zookeeper_backend::ensure_path(const std::string& path, zk_handler then,
+                                    std::string leaf_data) {
   // Creates each missing ancestor and then `path` as container nodes, top down; a node
   // that exists already (made by someone else meanwhile) is fine.
   std::vector<std::string> prefixes;
@@ -705,20 +721,23 @@ void zookeeper_backend::ensure_path(const std::string& path, zk_handler then) {
   struct chain {
     std::weak_ptr<zookeeper_backend> backend;
     std::vector<std::string> paths;
+    std::string leaf_data;
     std::size_t next = 0;
     zk_handler then;
     static void step(std::shared_ptr<chain> c) {
       auto backend = c->backend.lock();
       if (!backend) return;
       if (c->next == c->paths.size()) return c->then({.rc = ZOK});
+      const bool leaf = c->next + 1 == c->paths.size();
       const std::string& path = c->paths[c->next++];
       backend->create(path, false, [c](zk_reply reply) {
         if (reply.rc != ZOK && reply.rc != ZNODEEXISTS) return c->then(std::move(reply));
         step(c);
-      });
+      }, leaf ? c->leaf_data : std::string());
     }
   };
-  chain::step(std::make_shared<chain>(chain{weak_from_this(), std::move(prefixes), 0, std::move(then)}));
+  chain::step(std::make_shared<chain>(
+      chain{weak_from_this(), std::move(prefixes), std::move(leaf_data), 0, std::move(then)}));
 }
 
 void zookeeper_backend::read(const std::string& path, zk_handler then, zk_handler* on_change,
@@ -752,6 +771,13 @@ void zookeeper_backend::exists(const std::string& path, zk_handler then, zk_hand
           const void* context) {
          return zoo_awexists(handle, node, watcher, watch_context, on_stat_completion, context);
        });
+}
+
+void zookeeper_backend::get_data(const std::string& path, zk_handler then) {
+  const auto id = add_route(io_->executor(), std::move(then));
+  issue(id, [&](zhandle_t* handle, const void* context) {
+    return zoo_aget(handle, path.c_str(), 0, on_data_completion, context);
+  });
 }
 
 void zookeeper_backend::remove(const std::string& path, zk_handler then) {
@@ -805,6 +831,58 @@ void zookeeper_backend::remove_released(const std::string& path, std::string_vie
   throw connection_error(message(std::string("release failed: ") + zerror(rc) +
                                      (is_connection_loss(rc) ? " (retried after reconnecting)" : ""),
                                  name));
+}
+
+std::exception_ptr zookeeper_backend::max_count_mismatch(const acquire_request& request,
+                                                         const std::string& recorded,
+                                                         const std::string& leases_path) const {
+  // Only a plain number is dlock's record; Curator leaves the node empty (or writes other data).
+  if (recorded.empty() || recorded.size() > 10 ||
+      !std::all_of(recorded.begin(), recorded.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return nullptr;
+  }
+  if (recorded == std::to_string(request.max_count)) return nullptr;
+  return std::make_exception_ptr(std::invalid_argument(
+      "dlock: zookeeper " + endpoint_ + ": semaphore '" + naming::quote_for_message(request.name) +
+      "' is used with max_count " + std::to_string(request.max_count) + " here but " + recorded +
+      " by its holders (recorded in " + leases_path + ")"));
+}
+
+std::optional<std::uint32_t> zookeeper_backend::free_slots(const acquire_request& request) {
+  if (running_in_this_thread()) return std::nullopt;  // cannot wait for its own answers
+  const std::string leases = node_of(request.name) + "/leases";
+  struct answers {
+    std::promise<zk_reply> data, children;
+  };
+  auto pending = std::make_shared<answers>();
+  auto data = pending->data.get_future();
+  auto children = pending->children.get_future();
+  // Both answers only fulfil promises on the client's completion thread.
+  issue(add_route({}, [pending](zk_reply reply) { pending->data.set_value(std::move(reply)); }),
+        [&](zhandle_t* handle, const void* context) {
+          return zoo_aget(handle, leases.c_str(), 0, on_data_completion, context);
+        });
+  issue(add_route({}, [pending](zk_reply reply) { pending->children.set_value(std::move(reply)); }),
+        [&](zhandle_t* handle, const void* context) {
+          return zoo_aget_children(handle, leases.c_str(), 0, on_children_completion, context);
+        });
+  if (children.wait_for(options_.session_timeout) != std::future_status::ready) {
+    throw connection_error(message("no answer when counting leases", request.name));
+  }
+  const zk_reply listed = children.get();
+  const zk_reply recorded = data.get();
+  if (listed.rc == ZNONODE) return request.max_count;
+  if (listed.rc != ZOK) {
+    throw connection_error(message(std::string("counting leases failed: ") + zerror(listed.rc),
+                                   request.name));
+  }
+  if (auto mismatch = max_count_mismatch(request, recorded.data, leases)) {
+    std::rethrow_exception(mismatch);
+  }
+  const auto held = static_cast<std::size_t>(
+      std::count_if(listed.children.begin(), listed.children.end(),
+                    [](const std::string& child) { return is_lease_node(child); }));
+  return held >= request.max_count ? 0 : request.max_count - static_cast<std::uint32_t>(held);
 }
 
 std::uint64_t zookeeper_backend::add_held(zookeeper_lease* lease) {

@@ -43,6 +43,9 @@ class zookeeper_backend final : public dlock::backend,
   bool running_in_this_thread() const noexcept override { return io_->running_in_this_thread(); }
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
+  /// max_count minus the lease nodes now; std::nullopt on the io thread (it cannot wait).
+  /// Throws std::invalid_argument when the recorded max_count differs; connection_error.
+  std::optional<std::uint32_t> free_slots(const acquire_request& request) override;
 
   /// Opens the session and waits up to connect_timeout for it. Throws connection_error.
   void start();
@@ -55,7 +58,9 @@ class zookeeper_backend final : public dlock::backend,
 
   // The ZooKeeper calls of the recipes. Each completes exactly once through `then`, posted to
   // the io thread (a call the client refuses completes with its error code).
-  void create(const std::string& path, bool sequential_ephemeral, zk_handler then);
+  void create(const std::string& path, bool sequential_ephemeral, zk_handler then,
+              const std::string& data = {});
+  void get_data(const std::string& path, zk_handler then);
   void get_children(const std::string& path, zk_handler then, zk_handler* on_change = nullptr,
                     std::uint64_t* watch_id = nullptr);
   void exists(const std::string& path, zk_handler then, zk_handler* on_change = nullptr,
@@ -68,8 +73,14 @@ class zookeeper_backend final : public dlock::backend,
   /// `then(connection_error)` when it stays disconnected for a session timeout.
   void when_connected(std::function<void(std::exception_ptr)> then);
 
-  /// Creates `path` and its missing ancestors as container nodes (ZOK when all exist).
-  void ensure_path(const std::string& path, zk_handler then);
+  /// Creates `path` (with `leaf_data`) and its missing ancestors as container nodes (ZOK when
+  /// all exist).
+  void ensure_path(const std::string& path, zk_handler then, std::string leaf_data = {});
+  /// The invalid_argument for a semaphore whose leases node records another max_count than
+  /// the request's; nullptr when it matches or records none (a node Curator made).
+  std::exception_ptr max_count_mismatch(const acquire_request& request,
+                                        const std::string& recorded,
+                                        const std::string& leases_path) const;
 
   // Held leases, watched for deletion and marked lost on session expiry.
   std::uint64_t add_held(zookeeper_lease* lease);

@@ -79,6 +79,15 @@ void on_create_completion(int rc, const char* path, const struct Stat* stat,
           {.rc = rc, .path = path ? path : "", .czxid = stat ? stat->czxid : 0});
 }
 
+void on_data_completion(int rc, const char* value, int value_length, const struct Stat*,
+                        const void* context) {
+  zk_reply reply{.rc = rc};
+  if (rc == ZOK && value && value_length > 0) {
+    reply.data.assign(value, static_cast<std::size_t>(value_length));
+  }
+  deliver(id_of(context), std::move(reply));
+}
+
 void on_children_completion(int rc, const struct String_vector* children, const void* context) {
   zk_reply reply{.rc = rc};
   if (rc == ZOK && children) {

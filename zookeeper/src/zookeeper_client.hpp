@@ -21,6 +21,7 @@ struct zk_reply {
   int rc = ZOK;                        ///< the call's code; ZOK for watch events
   int event = 0;                       ///< watch events: ZOO_DELETED_EVENT, ...
   std::string path;                    ///< create: the node created
+  std::string data;                    ///< get: the node's data
   std::vector<std::string> children;   ///< get_children
   std::int64_t czxid = 0;              ///< create, exists
 };
@@ -43,6 +44,8 @@ inline const void* route_context(std::uint64_t id) {
 void on_void_completion(int rc, const void* context);
 void on_stat_completion(int rc, const struct Stat* stat, const void* context);
 void on_create_completion(int rc, const char* path, const struct Stat* stat, const void* context);
+void on_data_completion(int rc, const char* value, int value_length, const struct Stat* stat,
+                        const void* context);
 void on_children_completion(int rc, const struct String_vector* children, const void* context);
 /// Watch events of a node or its children; session events other than expiry are ignored
 /// (the client keeps the watch and sets it again after reconnecting).
