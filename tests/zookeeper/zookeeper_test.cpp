@@ -238,3 +238,14 @@ TEST_CASE("a semaphore used with another max_count than its holders' is invalid_
   CHECK(session.children(base + "/encoders/locks").empty());
   CHECK(other->create_semaphore("encoders", 2).current_count() == 1u);
 }
+
+TEST_CASE("a chroot that does not exist is a clear error, not a retry loop", "[zookeeper][chroot]") {
+  auto opts = test_options("/locks");
+  opts.chroot = "/" + unique_name("dlock-no-such-chroot");
+  auto zk = make_zookeeper(opts);
+  const auto started = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_AS(zk->create_lock("x").acquire(20s), dlock::connection_error);
+  CHECK_THROWS_WITH(zk->create_lock("x").try_acquire(),
+                    Catch::Contains("chroot") && Catch::Contains(opts.chroot));
+  CHECK(std::chrono::steady_clock::now() - started < 10s);
+}

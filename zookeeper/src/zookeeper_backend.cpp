@@ -18,7 +18,8 @@ namespace dlock::zookeeper::detail {
 
 namespace {
 
-// Escaped names stay short enough that a lock node's children list stays small.
+// Longer escaped names are cut and end in a hash (naming::escape_segment), as file names are:
+// a node path stays readable, and well inside what a client's request buffer takes.
 constexpr std::size_t max_escaped_bytes = 200;
 
 // How long a withdrawn acquire waits for the server to confirm the deletion of its nodes.
@@ -194,6 +195,7 @@ class zookeeper_acquire final : public acquire_operation,
     if (reply.rc == ZNONODE) {
       // dlock records a semaphore's max_count as the data of its leases node.
       return backend_->ensure_path(s.parent, step([](zookeeper_acquire& self, zk_reply made) {
+                                     if (made.rc == ZNONODE) return self.fail_missing_chroot();
                                      if (made.rc != ZOK) return self.on_call_failed(made.rc, "create");
                                      self.send_create();
                                    }),
@@ -389,6 +391,14 @@ class zookeeper_acquire final : public acquire_operation,
       what = std::string(call) + " under " + current().parent + " failed: " + zerror(rc);
     }
     fail(std::make_exception_ptr(connection_error(backend_->message(what, request_.name))));
+  }
+
+  // ensure_path creates every node from the top down, below the chroot: only a missing chroot
+  // (which ZooKeeper does not let a chrooted client create) leaves a parent it cannot make.
+  void fail_missing_chroot() {
+    fail(std::make_exception_ptr(connection_error(backend_->message(
+        "the chroot node " + backend_->settings().chroot + " does not exist (create it first)",
+        request_.name))));
   }
 
   void on_cancel() {
