@@ -1,139 +1,39 @@
-// What the benchmarks share: timing, summaries, and the runs that work on any backend's URL.
+// What the dlock benchmarks share: timing, summaries, the two-process handoff, the uncontended
+// loop.
 #pragma once
 
-#include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <cstdio>
-#include <iostream>
-#include <new>
-#include <stdexcept>
+#include <cstddef>
+#include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <dlock/dlock.hpp>
 
-namespace bench {
+namespace dlock_bench {
 
 using clock_type = std::chrono::steady_clock;
 using micros = std::chrono::duration<double, std::micro>;
 
-inline std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             clock_type::now().time_since_epoch())
-      .count();
-}
+std::int64_t now_ns();
 
 struct summary {
   double median_us;
   double p99_us;
 };
 
-inline summary summarize(std::vector<double> samples) {
-  std::sort(samples.begin(), samples.end());
-  auto at = [&](double q) {
-    return samples[std::min(samples.size() - 1, static_cast<std::size_t>(q * samples.size()))];
-  };
-  return {at(0.5), at(0.99)};
-}
+summary summarize(std::vector<double> samples);
 
-inline void print_row(const std::string& what, const summary& s, std::size_t n) {
-  std::printf("%-44s median %9.2f us   p99 %9.2f us   (n=%zu)\n", what.c_str(), s.median_us,
-              s.p99_us, n);
-}
+/// One line: "<what>  median .. us  p99 .. us  (n=..)".
+void print_row(const std::string& what, const summary& s, std::size_t n);
 
-inline std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations) {
-  std::vector<double> samples;
-  samples.reserve(iterations);
-  for (int i = 0; i < iterations; ++i) {
-    const auto start = clock_type::now();
-    {
-      dlock::lock_handle held = lock.acquire();
-    }
-    samples.push_back(micros(clock_type::now() - start).count());
-  }
-  return samples;
-}
+/// acquire() + release of `lock`, `iterations` times; the time of each, in microseconds.
+std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations);
 
-// Shared between the two processes of the handoff run.
-struct handoff_board {
-  std::atomic<std::int64_t> release_started_ns{0};
-  std::atomic<int> last_holder{-1};
-  std::atomic<int> waiting[2] = {0, 0};
-  std::atomic<int> finished[2] = {0, 0};
-  std::atomic<int> sample_count{0};
-  double samples_us[100000];
-};
+/// Two processes take strict turns on one lock at `url`, each handing over only to a peer
+/// that is already waiting and has had `settle` to block; each sample is the time from the
+/// holder starting release() to the waiter's acquire() returning. Forks: call it while this
+/// process has no threads (no live provider).
+std::vector<double> handoff(const std::string& url, int rounds, std::chrono::microseconds settle);
 
-inline void take_turns(handoff_board& board, int me, const std::string& url, int rounds,
-                std::int64_t settle_ns) {
-  auto provider = dlock::make_provider(url);
-  auto lock = provider->create_lock("handoff");
-  const int peer = 1 - me;
-  for (int i = 0; i < rounds; ++i) {
-    // Strict turns: flock(2) is not fair, and a releaser that tries again at once usually
-    // wins against a waiter that is still waking up.
-    while (i > 0 && board.last_holder.load() == me && !board.finished[peer]) {
-      std::this_thread::yield();
-    }
-    board.waiting[me] = 1;
-    dlock::lock_handle held = lock.acquire();
-    const std::int64_t acquired = now_ns();
-    board.waiting[me] = 0;
-    if (board.last_holder.load() == peer) {
-      const int slot = board.sample_count.fetch_add(1);
-      if (slot < 100000) {
-        board.samples_us[slot] = (acquired - board.release_started_ns.load()) / 1000.0;
-      }
-    }
-    board.last_holder = me;
-    // Hand over only to a peer that is already waiting, and give it time to block, so each
-    // sample is a real wake-up rather than a fresh uncontended acquire.
-    while (!board.waiting[peer] && !board.finished[peer]) {
-      std::this_thread::yield();
-    }
-    const std::int64_t settle_until = now_ns() + settle_ns;
-    while (now_ns() < settle_until) {
-    }
-    board.release_started_ns = now_ns();
-    held.release();
-  }
-  board.finished[me] = 1;
-}
-
-/// Two processes take turns on the lock "handoff" at `url`; each sample is the time from the
-/// holder starting release() to the waiter's acquire() returning. The holder releases
-/// `settle_ns` after the waiter said it is about to wait, so that the waiter is really blocked.
-inline std::vector<double> handoff(const std::string& url, int rounds,
-                                   std::int64_t settle_ns = 200'000) {
-  void* memory = ::mmap(nullptr, sizeof(handoff_board), PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) throw std::runtime_error("mmap failed");
-  auto* board = new (memory) handoff_board;
-  // Forked before either side has a provider: a process with threads must not fork.
-  const pid_t child = ::fork();
-  if (child == 0) {
-    try {
-      take_turns(*board, 1, url, rounds, settle_ns);
-      ::_exit(0);
-    } catch (const std::exception& e) {
-      std::cerr << "handoff child: " << e.what() << "\n";
-      ::_exit(1);
-    }
-  }
-  take_turns(*board, 0, url, rounds, settle_ns);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("handoff child failed");
-  const int n = std::min(board->sample_count.load(), 100000);
-  std::vector<double> samples(board->samples_us, board->samples_us + n);
-  ::munmap(memory, sizeof(handoff_board));
-  return samples;
-}
-
-}  // namespace bench
+}  // namespace dlock_bench

@@ -16,9 +16,7 @@
 // docs/benchmarks.md records the figures and the command that produced them.
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,7 +39,7 @@
 
 namespace {
 
-using namespace bench;
+using namespace dlock_bench;
 
 std::vector<double> raw_flock_floor(const std::filesystem::path& path, int iterations) {
   std::vector<double> samples;
@@ -144,15 +142,15 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
   std::printf("dlock-bench: postgres backend at %s\n",
               dlock::make_provider(url)->endpoint().c_str());
   // The waiter's attempt and its blocking statement must be in place before the release.
-  constexpr std::int64_t settle_ns = 5'000'000;
-  const auto handoff_samples = handoff(url, handoffs, settle_ns);
+  constexpr std::chrono::microseconds settle(5000);
+  const auto handoff_samples = handoff(url, handoffs, settle);
   {
     // The samples of the five are interleaved, so that all see the same load on the machine.
     auto fenced = dlock::make_provider(url);
     auto unfenced = dlock::make_provider(with_option(url, "fencing_sequence="));
     auto fenced_lock = fenced->create_lock("uncontended");
     auto unfenced_lock = unfenced->create_lock("uncontended");
-    bench::raw_libpq raw(url);
+    dlock_bench::raw_libpq raw(url);
     std::vector<double> trip, floor, fenced_floor, plain, ours;
     for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
       const double samples[] = {raw.round_trip_us(), raw.grant_and_release_us(false),
@@ -192,7 +190,7 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
     }
     const double took_ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
     std::printf("%d held locks: %d server session(s), %ld KiB resident more, %.1f ms to take\n",
-                held_count, bench::raw_libpq(url).server_sessions(application),
+                held_count, dlock_bench::raw_libpq(url).server_sessions(application),
                 resident_kib() - before, took_ms);
   }
 }
@@ -244,7 +242,8 @@ int main(int argc, char** argv) try {
   const std::string url = "file://" + std::filesystem::absolute(dir).string();
   std::printf("dlock-bench: file backend in %s\n", dir.c_str());
 
-  const auto handoff_samples = handoff(url, handoffs);
+  // 200 us: enough for a file waiter to block in its wait for inotify.
+  const auto handoff_samples = handoff(url, handoffs, std::chrono::microseconds(200));
   {
     auto provider = dlock::make_provider(url);
     auto lock = provider->create_lock("uncontended");

@@ -5,7 +5,7 @@
 
 #include <libpq-fe.h>
 
-namespace bench {
+namespace dlock_bench {
 
 namespace {
 
@@ -59,4 +59,4 @@ int raw_libpq::server_sessions(const std::string& application) {
       "SELECT count(*) FROM pg_stat_activity WHERE application_name = '" + application + "'"));
 }
 
-}  // namespace bench
+}  // namespace dlock_bench

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-namespace bench {
+namespace dlock_bench {
 
 /// One raw libpq connection, timing the statements an uncontended grant needs.
 class raw_libpq {
@@ -28,4 +28,4 @@ class raw_libpq {
   std::unique_ptr<connection> connection_;
 };
 
-}  // namespace bench
+}  // namespace dlock_bench

@@ -21,7 +21,7 @@
 
 namespace {
 
-using namespace bench;
+using namespace dlock_bench;
 
 struct context_deleter {
   void operator()(redisContext* c) const { redisFree(c); }
@@ -196,7 +196,7 @@ int main(int argc, char** argv) try {
   std::printf("dlock-redis-bench: %s\n", endpoint.c_str());
 
   // Processes are forked first, before this one has threads.
-  const auto handoff_samples = handoff(url, handoffs, 2'000'000);
+  const auto handoff_samples = handoff(url, handoffs, std::chrono::microseconds(2000));
   contention(url, seconds);
 
   auto raw = connect(host, port);

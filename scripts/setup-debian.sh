@@ -12,8 +12,10 @@ set -euo pipefail
 
 build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhiredis-dev libpqxx-dev)
 server_packages=(redis-server redis-tools zookeeper default-jre-headless postgresql-15
-                 postgresql-client-15 libhiredis-dev libzookeeper-mt-dev netcat-openbsd
-                 iproute2 procps)
+                 postgresql-client-15 libhiredis-dev libpqxx-dev libzookeeper-mt-dev netcat-openbsd
+                 iproute2 procps
+                 # Curator, for the ZooKeeper interoperability tests and benchmark.
+                 default-jdk-headless libcurator-framework-java libcurator-recipes-java)
 
 usage() {
   echo "usage: $0 [--servers]" >&2

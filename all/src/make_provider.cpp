@@ -19,6 +19,9 @@ void register_built_backends() {
 #if DLOCK_HAS_POSTGRES
   postgres::register_scheme();
 #endif
+#if DLOCK_HAS_ZOOKEEPER
+  zookeeper::register_scheme();
+#endif
 }
 
 }  // namespace

@@ -61,6 +61,35 @@ int zookeeper_session::create_and_delete(const std::string& path) {
   return rc == ZNONODE ? ZOK : (rc == ZOK ? ZNODEEXISTS : rc);
 }
 
+std::vector<std::string> zookeeper_session::children(const std::string& path) {
+  String_vector found{};
+  const int rc = zoo_get_children(handle_.get(), path.c_str(), 0, &found);
+  if (rc == ZNONODE) return {};
+  if (rc != ZOK) throw std::runtime_error("zookeeper: get_children " + path + ": " + zerror(rc));
+  std::vector<std::string> names(found.data, found.data + found.count);
+  deallocate_String_vector(&found);
+  return names;
+}
+
+std::int64_t zookeeper_session::czxid(const std::string& path) {
+  Stat stat{};
+  return zoo_exists(handle_.get(), path.c_str(), 0, &stat) == ZOK ? stat.czxid : -1;
+}
+
+int zookeeper_session::create(const std::string& path) {
+  return zoo_create(handle_.get(), path.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+}
+
+int zookeeper_session::remove(const std::string& path) {
+  return zoo_delete(handle_.get(), path.c_str(), -1);
+}
+
+void zookeeper_session::add_digest_auth(const std::string& credentials) {
+  const int rc = zoo_add_auth(handle_.get(), "digest", credentials.data(),
+                              static_cast<int>(credentials.size()), nullptr, nullptr);
+  if (rc != ZOK) throw std::runtime_error(std::string("zookeeper: zoo_add_auth: ") + zerror(rc));
+}
+
 std::optional<std::string> zookeeper_four_letter_word(int port, std::string_view word,
                                                       std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "test_servers.hpp"
 
@@ -30,6 +32,22 @@ class zookeeper_session {
   /// Creates the persistent node `path`, checks it exists, deletes it and checks it is gone.
   /// Returns the first ZooKeeper error code other than ZOK, or ZOK (0) when every step worked.
   int create_and_delete(const std::string& path);
+
+  /// The children of `path` (empty when it does not exist). Throws std::runtime_error with
+  /// the ZooKeeper error otherwise.
+  std::vector<std::string> children(const std::string& path);
+
+  /// The czxid of `path` (the zxid of its creation), or -1 when it does not exist.
+  std::int64_t czxid(const std::string& path);
+
+  /// Creates the persistent node `path` with open ACL; returns the ZooKeeper error code.
+  int create(const std::string& path);
+
+  /// Deletes the node `path`; returns the ZooKeeper error code (ZOK, ZNONODE, ZNOAUTH, ...).
+  int remove(const std::string& path);
+
+  /// Adds digest credentials "user:password" to the session.
+  void add_digest_auth(const std::string& credentials);
 
  private:
   struct handle_deleter {

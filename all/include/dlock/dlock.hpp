@@ -20,13 +20,16 @@
 #if DLOCK_HAS_POSTGRES
 #include <dlock/postgres.hpp>
 #endif
+#if DLOCK_HAS_ZOOKEEPER
+#include <dlock/zookeeper.hpp>
+#endif
 
 namespace dlock {
 
 /// Builds the provider a URL describes, with any backend this build has:
 /// `file:///var/lock/app`, `memory://` (one process),
-/// `redis://[user:pw@]host:6379/0?expiry=30s` (several hosts: RedLock), and the schemes of the networked
-/// backends when they are built.
+/// `redis://[user:pw@]host:6379/0?expiry=30s` (several hosts: RedLock),
+/// `postgres://user:pw@host:5432/db`, `zookeeper://h1:2181,h2:2181/locks`.
 /// The URL's query holds the backend's options (docs per backend); an unknown one is an error.
 /// Throws: std::invalid_argument for a malformed URL, unknown scheme or option (naming it);
 /// dlock::connection_error when the backend cannot be reached or set up.

@@ -1,0 +1,198 @@
+// dlock-zookeeper-bench: dlock::zookeeper beside the raw ZooKeeper C client it is built on.
+//
+//   dlock-zookeeper-bench URL [--iterations N] [--handoffs N] [--contenders P] [--seconds S]
+//
+// URL: the server or ensemble, zookeeper://host:port[,host:port...]
+// floor: the three calls an uncontended grant needs at least, on the raw C client's
+//   synchronous API: create an EPHEMERAL_SEQUENTIAL child, list the parent, delete the child.
+// uncontended: dlock acquire() + release of one lock, N times, in the same run.
+// handoff: two processes take turns on one lock; each sample is the time from the holder
+//   starting release() to the waiter's acquire() returning.
+// contended: P processes acquire and release one lock for S seconds; grants per second.
+// Then, when the build found a JDK and Curator's jars, bench/curator/CuratorBench.java does
+// the same with Apache Curator's InterProcessMutex against the same server.
+// docs/benchmarks.md records the figures and the command that produced them.
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zookeeper/zookeeper.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <dlock/dlock.hpp>
+
+#include "bench_support.hpp"
+
+namespace {
+
+using namespace dlock_bench;
+
+void ignore_events(zhandle_t*, int, int, const char*, void*) {}
+
+struct handle_closer {
+  void operator()(zhandle_t* handle) const { zookeeper_close(handle); }
+};
+
+std::string hosts_of(const std::string& url) {
+  const auto parsed = dlock::provider_url::parse(url);
+  std::string hosts;
+  for (const auto& host : parsed.hosts) {
+    hosts += (hosts.empty() ? "" : ",") + host.host + ":" + std::to_string(host.port.value_or(2181));
+  }
+  return hosts;
+}
+
+std::vector<double> raw_floor(const std::string& hosts, const std::string& parent, int iterations) {
+  zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+  std::unique_ptr<zhandle_t, handle_closer> zh(
+      zookeeper_init(hosts.c_str(), ignore_events, 15000, nullptr, nullptr, 0));
+  if (!zh) throw std::runtime_error("zookeeper_init failed");
+  for (int i = 0; zoo_state(zh.get()) != ZOO_CONNECTED_STATE; ++i) {
+    if (i == 1000) throw std::runtime_error("no ZooKeeper session at " + hosts);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const int made = zoo_create(zh.get(), parent.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0);
+  if (made != ZOK && made != ZNODEEXISTS) throw std::runtime_error(zerror(made));
+  const std::string prefix = parent + "/_c_00000000-0000-4000-8000-000000000000-lock-";
+  std::vector<double> samples;
+  samples.reserve(iterations);
+  char created[512];
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = clock_type::now();
+    int rc = zoo_create(zh.get(), prefix.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE,
+                        ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof created);
+    String_vector children{};
+    if (rc == ZOK) rc = zoo_get_children(zh.get(), parent.c_str(), 0, &children);
+    deallocate_String_vector(&children);
+    if (rc == ZOK) rc = zoo_delete(zh.get(), created, -1);
+    if (rc != ZOK) throw std::runtime_error(std::string("raw floor: ") + zerror(rc));
+    samples.push_back(micros(clock_type::now() - start).count());
+  }
+  zoo_delete(zh.get(), parent.c_str(), -1);
+  return samples;
+}
+
+// Shared by the contending processes.
+struct contention_board {
+  std::atomic<int> ready{0};
+  std::atomic<std::int64_t> stop_at_ns{0};
+  std::atomic<std::int64_t> grants{0};
+};
+
+double grants_per_second(const std::string& url, int contenders, double seconds) {
+  void* memory = ::mmap(nullptr, sizeof(contention_board), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) throw std::runtime_error("mmap failed");
+  auto* board = new (memory) contention_board;
+  std::vector<pid_t> children;
+  for (int i = 0; i < contenders; ++i) {
+    const pid_t child = ::fork();  // this process has no threads here: no live provider
+    if (child == 0) {
+      try {
+        auto provider = dlock::make_provider(url);
+        auto lock = provider->create_lock("contended");
+        board->ready.fetch_add(1);
+        while (board->stop_at_ns.load() == 0) std::this_thread::yield();
+        std::int64_t mine = 0;
+        while (now_ns() < board->stop_at_ns.load()) {
+          dlock::lock_handle held = lock.acquire();
+          ++mine;
+        }
+        board->grants.fetch_add(mine);
+        ::_exit(0);
+      } catch (const std::exception& e) {
+        std::cerr << "contender: " << e.what() << "\n";
+        ::_exit(1);
+      }
+    }
+    children.push_back(child);
+  }
+  while (board->ready.load() < contenders) std::this_thread::yield();
+  board->stop_at_ns = now_ns() + static_cast<std::int64_t>(seconds * 1e9);
+  bool failed = false;
+  for (pid_t child : children) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    failed = failed || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  }
+  const double rate = static_cast<double>(board->grants.load()) / seconds;
+  ::munmap(memory, sizeof(contention_board));
+  if (failed) throw std::runtime_error("a contender failed");
+  return rate;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc < 2) {
+    std::cerr << "usage: dlock-zookeeper-bench zookeeper://host:port[,...] [--iterations N] "
+                 "[--handoffs N] [--contenders P] [--seconds S]\n";
+    return 64;
+  }
+  const std::string server = argv[1];
+  int iterations = 2000;
+  int handoffs = 500;
+  int contenders = 8;
+  double seconds = 5;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 < argc && arg == "--iterations") {
+      iterations = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && arg == "--handoffs") {
+      handoffs = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && arg == "--contenders") {
+      contenders = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && arg == "--seconds") {
+      seconds = std::stod(argv[++i]);
+    } else {
+      std::cerr << "dlock-zookeeper-bench: unknown argument " << arg << "\n";
+      return 64;
+    }
+  }
+  const std::string base = "/dlock-bench-" + std::to_string(::getpid());
+  const std::string url = "zookeeper://" + hosts_of(server) + base;
+  std::printf("dlock-zookeeper-bench: %s\n", url.c_str());
+
+  // The runs that fork come first, while this process has no provider (and so no threads).
+  // 3 ms: enough for a ZooKeeper waiter to queue its node and set its watch.
+  const auto handoff_samples = handoff(url, handoffs, std::chrono::microseconds(3000));
+  const double rate = grants_per_second(url, contenders, seconds);
+  {
+    auto provider = dlock::make_provider(url);
+    auto lock = provider->create_lock("uncontended");
+    const std::string raw_parent = base + "-raw";
+    uncontended(lock, iterations / 10);  // warm-up
+    raw_floor(hosts_of(server), raw_parent, iterations / 10);
+    const auto floor = summarize(raw_floor(hosts_of(server), raw_parent, iterations));
+    const auto ours = summarize(uncontended(lock, iterations));
+    print_row("raw create+getChildren+delete (the floor)", floor, iterations);
+    print_row("dlock acquire+release, uncontended", ours, iterations);
+    std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
+  }
+  print_row("dlock handoff between two processes", summarize(handoff_samples),
+            handoff_samples.size());
+  std::printf("%-44s %9.0f grants/s (%d processes, %.0f s)\n", "dlock contended", rate,
+              contenders, seconds);
+  if (std::string(DLOCK_CURATOR_BENCH_CLASSPATH).empty()) {
+    std::printf("(no Curator figures: this build found no JDK or no Curator jars)\n");
+    return 0;
+  }
+  std::fflush(stdout);
+  const std::string curator = std::string(DLOCK_JAVA) + " -cp " + DLOCK_CURATOR_BENCH_CLASSPATH +
+                              " CuratorBench " + hosts_of(server) + " " + base + "-curator " +
+                              std::to_string(iterations) + " " + std::to_string(handoffs) + " " +
+                              std::to_string(contenders) + " " + std::to_string(seconds);
+  return std::system(curator.c_str()) == 0 ? 0 : 1;
+} catch (const std::exception& e) {
+  std::cerr << "dlock-zookeeper-bench: " << e.what() << "\n";
+  return 1;
+}

@@ -1,0 +1,251 @@
+// dlock::zookeeper against the standalone test server: the node layout (Curator's), fencing by
+// czxid, nothing left behind by a withdrawn wait, ACLs and digest auth, chroot, bad input.
+#include <zookeeper/zookeeper.h>
+
+#include <catch2/catch.hpp>
+#include <regex>
+#include <thread>
+
+#include <dlock/dlock.hpp>
+
+#include "support.hpp"
+#include "test_servers.hpp"
+#include "zookeeper_client.hpp"
+
+using namespace std::chrono_literals;
+using support::unique_name;
+using support::wait_until;
+
+namespace {
+
+std::string server_url() { return support::require_test_server_endpoint("DLOCK_TEST_ZOOKEEPER"); }
+std::string server_hosts() { return support::zookeeper_hosts(server_url()); }
+
+dlock::zookeeper::options test_options(std::string base_path) {
+  return {.hosts = server_hosts(), .base_path = std::move(base_path), .session_timeout = 4s};
+}
+
+std::shared_ptr<dlock::zookeeper::provider> make_zookeeper(dlock::zookeeper::options opts) {
+  return std::make_shared<dlock::zookeeper::provider>(std::move(opts));
+}
+
+}  // namespace
+
+TEST_CASE("a lock is a Curator InterProcessMutex node whose czxid is the fencing token",
+          "[zookeeper]") {
+  const std::string base = "/" + unique_name("dlock-layout");
+  auto zk = make_zookeeper(test_options(base));
+  auto held = zk->create_lock("job").acquire(10s);
+  const std::string parent = zk->lock_node_path("job");
+  CHECK(parent == base + "/job");
+
+  support::zookeeper_session session(server_hosts());
+  const auto children = session.children(parent);
+  REQUIRE(children.size() == 1);
+  const std::regex curator_mutex_node(
+      "_c_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}-lock-[0-9]{10}");
+  CHECK(std::regex_match(children[0], curator_mutex_node));
+  CHECK(static_cast<std::int64_t>(held.fencing_token()) == session.czxid(parent + "/" + children[0]));
+
+  held.release();
+  CHECK(session.children(parent).empty());
+}
+
+TEST_CASE("reader-writer and semaphore nodes follow Curator's layouts", "[zookeeper]") {
+  const std::string base = "/" + unique_name("dlock-layout");
+  auto zk = make_zookeeper(test_options(base));
+  support::zookeeper_session session(server_hosts());
+
+  auto reader = zk->create_reader_writer_lock("catalog").acquire_read(10s);
+  auto children = session.children(base + "/catalog");
+  REQUIRE(children.size() == 1);
+  CHECK(std::regex_match(children[0], std::regex("_c_[0-9a-f-]{36}-__READ__[0-9]{10}")));
+  reader.release();
+  auto writer = zk->create_reader_writer_lock("catalog").acquire_write(10s);
+  children = session.children(base + "/catalog");
+  REQUIRE(children.size() == 1);
+  CHECK(std::regex_match(children[0], std::regex("_c_[0-9a-f-]{36}-__WRIT__[0-9]{10}")));
+  writer.release();
+
+  auto slot = zk->create_semaphore("encoders", 2).acquire(10s);
+  children = session.children(base + "/encoders/leases");
+  REQUIRE(children.size() == 1);
+  CHECK(std::regex_match(children[0], std::regex("_c_[0-9a-f-]{36}-lease-[0-9]{10}")));
+  CHECK(session.children(base + "/encoders/locks").empty());  // only held while adding a lease
+  CHECK(static_cast<std::int64_t>(slot.fencing_token()) ==
+        session.czxid(base + "/encoders/leases/" + children[0]));
+}
+
+TEST_CASE("a timed-out or stopped wait leaves no node behind", "[zookeeper][cancel]") {
+  const std::string base = "/" + unique_name("dlock-withdraw");
+  auto holder = make_zookeeper(test_options(base));
+  auto waiter = make_zookeeper(test_options(base));
+  auto held = holder->create_lock("x").acquire(10s);
+  const std::string parent = holder->lock_node_path("x");
+  support::zookeeper_session session(server_hosts());
+  REQUIRE(session.children(parent).size() == 1);
+
+  CHECK_FALSE(waiter->create_lock("x").try_acquire(200ms));
+  CHECK(session.children(parent).size() == 1);
+
+  std::stop_source stop;
+  std::optional<dlock::lock_handle> outcome;
+  std::thread waiting([&] { outcome = waiter->create_lock("x").try_acquire(30s, stop.get_token()); });
+  const bool queued = wait_until([&] { return session.children(parent).size() == 2; }, 10s);
+  stop.request_stop();
+  waiting.join();
+  CHECK(queued);
+  CHECK_FALSE(outcome.has_value());
+  CHECK(session.children(parent).size() == 1);
+
+  // The same for a reader queued behind a writer and for a semaphore waiter.
+  auto rw_writer = holder->create_reader_writer_lock("rw").acquire_write(10s);
+  CHECK_FALSE(waiter->create_reader_writer_lock("rw").try_acquire_read(200ms));
+  CHECK(session.children(holder->lock_node_path("rw")).size() == 1);
+  auto slot = holder->create_semaphore("sem", 1).acquire(10s);
+  CHECK_FALSE(waiter->create_semaphore("sem", 1).try_acquire(200ms));
+  CHECK(session.children(base + "/sem/leases").size() == 1);
+  CHECK(session.children(base + "/sem/locks").empty());
+}
+
+TEST_CASE("a node deleted by someone else marks its handle lost and frees the lock",
+          "[zookeeper][lost]") {
+  const std::string base = "/" + unique_name("dlock-deleted");
+  auto zk = make_zookeeper(test_options(base));
+  auto other = make_zookeeper(test_options(base));
+  auto held = zk->create_lock("x").acquire(10s);
+  support::zookeeper_session session(server_hosts());
+  const std::string parent = zk->lock_node_path("x");
+  const auto children = session.children(parent);
+  REQUIRE(children.size() == 1);
+  REQUIRE(session.remove(parent + "/" + children[0]) == ZOK);
+  CHECK(wait_until([&] { return held.lost(); }, 5s));
+  auto next = other->create_lock("x").acquire(10s);
+  CHECK(next.fencing_token() > held.fencing_token());
+}
+
+TEST_CASE("a client without the credentials cannot delete a lock node of a creator-only ACL",
+          "[zookeeper][acl]") {
+  const std::string base = "/" + unique_name("dlock-acl");
+  auto opts = test_options(base);
+  opts.user = "alice";
+  opts.password = "alice-secret";
+  opts.acl = dlock::zookeeper::acl_policy::creator_only;
+  auto zk = make_zookeeper(opts);
+  auto held = zk->create_lock("x").acquire(10s);
+  const std::string parent = zk->lock_node_path("x");
+
+  support::zookeeper_session stranger(server_hosts());
+  // Creator-only: the stranger cannot even list the queue, let alone delete a node in it.
+  std::vector<std::string> listed;
+  CHECK_THROWS(listed = stranger.children(parent));
+
+  support::zookeeper_session alice(server_hosts());
+  alice.add_digest_auth("alice:alice-secret");
+  const auto children = alice.children(parent);
+  REQUIRE(children.size() == 1);
+  CHECK(stranger.remove(parent + "/" + children[0]) == ZNOAUTH);
+  CHECK_FALSE(held.lost());
+
+  // The right user with a wrong password is refused with a clear error that hides both.
+  auto wrong = opts;
+  wrong.password = "not-the-password";
+  auto intruder = make_zookeeper(wrong);
+  REQUIRE_THROWS_AS(intruder->create_lock("x").try_acquire(), dlock::connection_error);
+  try {
+    (void)intruder->create_lock("x").try_acquire();
+  } catch (const dlock::connection_error& e) {
+    const std::string message = e.what();
+    CHECK_THAT(message, Catch::Contains("not authorized") && Catch::Contains(server_hosts()));
+    CHECK_THAT(message, !Catch::Contains("not-the-password") && !Catch::Contains("alice-secret"));
+  }
+}
+
+TEST_CASE("a read-only-for-others ACL lets strangers see the queue but not change it",
+          "[zookeeper][acl]") {
+  const std::string base = "/" + unique_name("dlock-acl");
+  auto opts = test_options(base);
+  opts.user = "bob";
+  opts.password = "bob-secret";
+  opts.acl = dlock::zookeeper::acl_policy::read_only_for_others;
+  auto zk = make_zookeeper(opts);
+  auto held = zk->create_lock("x").acquire(10s);
+  const std::string parent = zk->lock_node_path("x");
+  support::zookeeper_session stranger(server_hosts());
+  const auto children = stranger.children(parent);
+  REQUIRE(children.size() == 1);
+  CHECK(stranger.remove(parent + "/" + children[0]) == ZNOAUTH);
+
+  auto anonymous = make_zookeeper(test_options(base));
+  CHECK_THROWS_AS(anonymous->create_lock("x").try_acquire(), dlock::connection_error);
+  CHECK_FALSE(held.lost());
+}
+
+TEST_CASE("with a chroot, lock nodes live below it", "[zookeeper][chroot]") {
+  const std::string chroot = "/" + unique_name("dlock-chroot");
+  support::zookeeper_session session(server_hosts());
+  REQUIRE(session.create(chroot) == ZOK);
+  auto zk = dlock::make_provider("zookeeper://" + server_hosts() + "/locks?chroot=" + chroot +
+                                 "&session_timeout=4s");
+  auto held = zk->create_lock("job").acquire(10s);
+  CHECK(session.children(chroot + "/locks/job").size() == 1);
+  CHECK(zk->endpoint() == server_hosts() + chroot);
+}
+
+TEST_CASE("bad URLs and options are invalid_argument naming the field, never the password",
+          "[zookeeper][errors]") {
+  using Catch::Contains;
+  const auto rejects = [](const std::string& url, const std::string& field) {
+    INFO(url);
+    CHECK_THROWS_AS(dlock::make_provider(url), std::invalid_argument);
+    CHECK_THROWS_WITH(dlock::make_provider(url), Contains(field) && !Contains("pw-secret"));
+  };
+  rejects("zookeeper:///locks", "host");
+  rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?session_timeout=soon", "session_timeout");
+  rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?session_timeout=0s", "session_timeout");
+  rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?connect_timeout=-1s", "connect_timeout");
+  rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?sessiontimeout=1s", "sessiontimeout");
+  rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?acl=everyone", "acl");
+  rejects("zookeeper://127.0.0.1:1/locks?acl=creator", "acl");
+  rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?chroot=relative", "chroot");
+  rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks/", "base_path");
+  CHECK_THROWS_WITH(dlock::zookeeper::provider({.hosts = ""}), Contains("hosts"));
+}
+
+TEST_CASE("an unreachable ensemble is a connection_error naming every host, not the password",
+          "[zookeeper][errors]") {
+  const auto started = std::chrono::steady_clock::now();
+  const std::string url = "zookeeper://alice:pw-secret@127.0.0.1:1,127.0.0.1:2/locks?connect_timeout=1s";
+  REQUIRE_THROWS_AS(dlock::make_provider(url), dlock::connection_error);
+  CHECK_THROWS_WITH(dlock::make_provider(url),
+                    Catch::Contains("127.0.0.1:1,127.0.0.1:2") && !Catch::Contains("pw-secret"));
+  CHECK(std::chrono::steady_clock::now() - started < 10s);
+}
+
+TEST_CASE("a semaphore used with another max_count than its holders' is invalid_argument",
+          "[zookeeper][semaphore]") {
+  const std::string base = "/" + unique_name("dlock-count");
+  auto zk = make_zookeeper(test_options(base));
+  auto other = make_zookeeper(test_options(base));
+  auto held = zk->create_semaphore("encoders", 2).acquire(10s);
+  auto wrong = other->create_semaphore("encoders", 3);
+  CHECK_THROWS_AS(wrong.try_acquire(), std::invalid_argument);
+  CHECK_THROWS_WITH(wrong.acquire(10s), Catch::Contains("max_count 3") && Catch::Contains("2"));
+  CHECK_THROWS_AS((void)wrong.current_count(), std::invalid_argument);
+  // The refused attempts left nothing behind.
+  support::zookeeper_session session(server_hosts());
+  CHECK(session.children(base + "/encoders/leases").size() == 1);
+  CHECK(session.children(base + "/encoders/locks").empty());
+  CHECK(other->create_semaphore("encoders", 2).current_count() == 1u);
+}
+
+TEST_CASE("a chroot that does not exist is a clear error, not a retry loop", "[zookeeper][chroot]") {
+  auto opts = test_options("/locks");
+  opts.chroot = "/" + unique_name("dlock-no-such-chroot");
+  auto zk = make_zookeeper(opts);
+  const auto started = std::chrono::steady_clock::now();
+  REQUIRE_THROWS_AS(zk->create_lock("x").acquire(20s), dlock::connection_error);
+  CHECK_THROWS_WITH(zk->create_lock("x").try_acquire(),
+                    Catch::Contains("chroot") && Catch::Contains(opts.chroot));
+  CHECK(std::chrono::steady_clock::now() - started < 10s);
+}

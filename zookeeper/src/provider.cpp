@@ -1,0 +1,84 @@
+#include <dlock/zookeeper/provider.hpp>
+
+#include <stdexcept>
+
+#include <dlock/core/naming.hpp>
+#include <dlock/core/provider_url.hpp>
+
+#include "zookeeper_backend.hpp"
+
+namespace dlock::zookeeper {
+
+namespace {
+
+constexpr std::uint16_t default_port = 2181;
+
+std::chrono::milliseconds parse_milliseconds(std::string_view field, std::string_view text) {
+  const auto value = parse_duration(field, text);
+  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(value);
+  if (millis <= std::chrono::milliseconds::zero() || millis.count() > 0x7FFFFFFF) {
+    throw std::invalid_argument("dlock: zookeeper URL option '" + std::string(field) +
+                                "' must be at least 1ms and fit in 32 bits of milliseconds");
+  }
+  return millis;
+}
+
+acl_policy parse_acl(std::string_view text) {
+  if (text == "open") return acl_policy::open;
+  if (text == "creator") return acl_policy::creator_only;
+  if (text == "read") return acl_policy::read_only_for_others;
+  throw std::invalid_argument("dlock: zookeeper URL option 'acl' must be open, creator or read, "
+                              "not '" + std::string(text) + "'");
+}
+
+}  // namespace
+
+provider::provider(options opts)
+    : provider(std::make_shared<detail::zookeeper_backend>(std::move(opts)), {}) {}
+
+// Started only once core has attached the provider's counters and error hook to it.
+provider::provider(std::shared_ptr<detail::zookeeper_backend> backend, error_handler on_error)
+    : dlock::provider(backend, on_error ? std::move(on_error) : backend->settings().on_error),
+      backend_(std::move(backend)) {
+  backend_->start();
+}
+
+std::string provider::lock_node_path(std::string_view name) const {
+  naming::validate_name(name);
+  return backend_->node_of(name);
+}
+
+void register_scheme() {
+  dlock::register_scheme("zookeeper", [](provider_url url) -> std::shared_ptr<dlock::provider> {
+    if (url.hosts.empty()) {
+      throw std::invalid_argument("dlock: zookeeper URL '" + url.redacted() +
+                                  "' needs at least one host, e.g. zookeeper://h1:2181/locks");
+    }
+    options opts;
+    for (const auto& host : url.hosts) {
+      if (!opts.hosts.empty()) opts.hosts += ',';
+      opts.hosts += host.host + ":" + std::to_string(host.port.value_or(default_port));
+    }
+    if (!url.path.empty() && url.path != "/") opts.base_path = url.path;
+    if (!url.user.empty() || url.password) {
+      if (url.user.empty()) {
+        throw std::invalid_argument("dlock: zookeeper URL '" + url.redacted() +
+                                    "' has a password but no user");
+      }
+      opts.user = url.user;
+      opts.password = url.password.value_or("");
+    }
+    if (auto value = url.take_option("session_timeout")) {
+      opts.session_timeout = parse_milliseconds("session_timeout", *value);
+    }
+    if (auto value = url.take_option("connect_timeout")) {
+      opts.connect_timeout = parse_milliseconds("connect_timeout", *value);
+    }
+    if (auto value = url.take_option("chroot")) opts.chroot = *value;
+    if (auto value = url.take_option("acl")) opts.acl = parse_acl(*value);
+    url.reject_unknown_options();
+    return std::make_shared<provider>(std::move(opts));
+  });
+}
+
+}  // namespace dlock::zookeeper

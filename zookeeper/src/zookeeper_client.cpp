@@ -1,0 +1,105 @@
+#include "zookeeper_client.hpp"
+
+#include <atomic>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+
+namespace dlock::zookeeper::detail {
+
+namespace {
+
+struct route {
+  boost::asio::any_io_executor executor;
+  zk_handler handler;
+};
+
+struct route_table {
+  std::mutex mutex;
+  std::uint64_t next_id = 0;
+  std::unordered_map<std::uint64_t, route> routes;
+};
+
+route_table& table() {
+  static route_table instance;
+  return instance;
+}
+
+std::uint64_t id_of(const void* context) {
+  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(context));
+}
+
+}  // namespace
+
+std::uint64_t add_route(boost::asio::any_io_executor executor, zk_handler handler) {
+  auto& t = table();
+  std::lock_guard lock(t.mutex);
+  const std::uint64_t id = ++t.next_id;
+  t.routes.emplace(id, route{std::move(executor), std::move(handler)});
+  return id;
+}
+
+void drop_route(std::uint64_t id) {
+  auto& t = table();
+  std::lock_guard lock(t.mutex);
+  t.routes.erase(id);
+}
+
+void deliver(std::uint64_t id, zk_reply reply) {
+  route found;
+  {
+    auto& t = table();
+    std::lock_guard lock(t.mutex);
+    auto it = t.routes.find(id);
+    if (it == t.routes.end()) return;
+    found = std::move(it->second);
+    t.routes.erase(it);
+  }
+  if (found.executor) {
+    boost::asio::post(found.executor, [handler = std::move(found.handler),
+                                       reply = std::move(reply)]() mutable {
+      handler(std::move(reply));
+    });
+  } else {
+    found.handler(std::move(reply));
+  }
+}
+
+void on_void_completion(int rc, const void* context) { deliver(id_of(context), {.rc = rc}); }
+
+void on_stat_completion(int rc, const struct Stat* stat, const void* context) {
+  deliver(id_of(context), {.rc = rc, .czxid = stat ? stat->czxid : 0});
+}
+
+void on_create_completion(int rc, const char* path, const struct Stat* stat,
+                          const void* context) {
+  deliver(id_of(context),
+          {.rc = rc, .path = path ? path : "", .czxid = stat ? stat->czxid : 0});
+}
+
+void on_data_completion(int rc, const char* value, int value_length, const struct Stat*,
+                        const void* context) {
+  zk_reply reply{.rc = rc};
+  if (rc == ZOK && value && value_length > 0) {
+    reply.data.assign(value, static_cast<std::size_t>(value_length));
+  }
+  deliver(id_of(context), std::move(reply));
+}
+
+void on_children_completion(int rc, const struct String_vector* children, const void* context) {
+  zk_reply reply{.rc = rc};
+  if (rc == ZOK && children) {
+    reply.children.reserve(static_cast<std::size_t>(children->count));
+    for (int i = 0; i < children->count; ++i) reply.children.emplace_back(children->data[i]);
+  }
+  deliver(id_of(context), std::move(reply));
+}
+
+void on_watch_event(zhandle_t*, int type, int state, const char* path, void* context) {
+  if (type == ZOO_SESSION_EVENT && state != ZOO_EXPIRED_SESSION_STATE) return;
+  deliver(id_of(context), {.rc = ZOK, .event = type, .path = path ? path : ""});
+}
+
+}  // namespace dlock::zookeeper::detail
