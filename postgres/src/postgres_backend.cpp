@@ -541,6 +541,11 @@ std::optional<std::uint32_t> postgres_backend::free_slots(const acquire_request&
     self->session_for_attempt("")->connection->execute(
         sql, [answer](query_result r) { answer->set_value(std::move(r)); });
   });
+  if (future.wait_for(options_.release_timeout) != std::future_status::ready) {
+    throw connection_error("dlock: postgres " + endpoint_ +
+                           ": no answer in time counting the slots of semaphore '" +
+                           naming::quote_for_message(request.name) + "'");
+  }
   query_result r = future.get();
   if (!r.ok()) {
     throw connection_error("dlock: postgres " + endpoint_ + ": " + r.message +

@@ -42,7 +42,8 @@ struct options {
   /// its locks together; 1 gives every held lock a session of its own (one connection per
   /// lock, so that a fault takes only that lock away), at the cost of a connection each.
   std::uint32_t locks_per_session = 0;
-  /// How long release() waits for the server before it throws connection_error. Positive.
+  /// How long release() (and a semaphore's current_count()) waits for the server before it
+  /// throws connection_error. Positive.
   std::chrono::nanoseconds release_timeout = std::chrono::seconds(5);
   /// Receives errors of background work and of releases in destructors.
   error_handler on_error;
