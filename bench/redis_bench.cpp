@@ -13,8 +13,12 @@
 //   client's CPU time meanwhile.
 // docs/benchmarks.md records the figures and the command that produced them.
 #include <hiredis/hiredis.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <iostream>
 #include <memory>
 
 #include "bench_support.hpp"
