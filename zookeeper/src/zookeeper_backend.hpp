@@ -2,7 +2,7 @@
 //
 // One ZooKeeper session (the C client's zhandle) per provider. The C client calls completions
 // and watchers on its own completion thread; they only post to the provider's io thread, where
-// every recipe step runs (zookeeper_client.hpp routes them). Nothing here ever makes a
+// every recipe step runs (completion_routes.hpp routes them). Nothing here ever makes a
 // blocking ZooKeeper call.
 #pragma once
 
@@ -23,7 +23,7 @@
 #include <dlock/core/io_thread.hpp>
 #include <dlock/zookeeper/provider.hpp>
 
-#include "zookeeper_client.hpp"
+#include "completion_routes.hpp"
 
 namespace dlock::zookeeper::detail {
 
