@@ -751,8 +751,10 @@ void zookeeper_backend::ensure_path(const std::string& path, zk_handler then,
 }
 
 void zookeeper_backend::read(const std::string& path, zk_handler then, zk_handler* on_change,
-                             std::uint64_t* watch_id, const read_call& call) {
-  const auto id = add_route(io_->executor(), std::move(then));
+                             std::uint64_t* watch_id, const read_call& call,
+                             bool answer_on_client_thread) {
+  const auto id = add_route(answer_on_client_thread ? boost::asio::any_io_executor() : io_->executor(),
+                            std::move(then));
   void* watch_context = nullptr;
   if (on_change) {
     *watch_id = add_route(io_->executor(), std::move(*on_change));
@@ -775,12 +777,13 @@ void zookeeper_backend::get_children(const std::string& path, zk_handler then,
 }
 
 void zookeeper_backend::exists(const std::string& path, zk_handler then, zk_handler* on_change,
-                               std::uint64_t* watch_id) {
+                               std::uint64_t* watch_id, bool answer_on_client_thread) {
   read(path, std::move(then), on_change, watch_id,
        [](zhandle_t* handle, const char* node, watcher_fn watcher, void* watch_context,
           const void* context) {
          return zoo_awexists(handle, node, watcher, watch_context, on_stat_completion, context);
-       });
+       },
+       answer_on_client_thread);
 }
 
 void zookeeper_backend::get_data(const std::string& path, zk_handler then) {
@@ -920,14 +923,17 @@ void zookeeper_backend::watch_held(std::uint64_t held_id, const std::string& nod
     if (auto self = weak.lock()) self->on_held_node_event(held_id, node, event.event);
   };
   std::uint64_t watch_id = 0;
+  // The answer is looked at on the client's completion thread, which only posts in the rare
+  // case that matters: one wake-up of the provider's thread less per grant.
   exists(node,
-         [weak = weak_from_this(), held_id, node](zk_reply reply) {
+         [weak = weak_from_this(), executor = io_->executor(), held_id, node](zk_reply reply) {
            // Deleted between the grant and this watch (broken at once, or the session ended).
-           if (auto self = weak.lock(); self && (reply.rc == ZNONODE || is_session_gone(reply.rc))) {
-             self->on_held_node_event(held_id, node, ZOO_DELETED_EVENT);
-           }
+           if (reply.rc != ZNONODE && !is_session_gone(reply.rc)) return;
+           boost::asio::post(executor, [weak, held_id, node] {
+             if (auto self = weak.lock()) self->on_held_node_event(held_id, node, ZOO_DELETED_EVENT);
+           });
          },
-         &on_change, &watch_id);
+         &on_change, &watch_id, true);
   std::lock_guard lock(held_mutex_);
   if (auto it = held_.find(held_id); it != held_.end()) it->second.watch_route = watch_id;
 }

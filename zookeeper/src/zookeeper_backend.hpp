@@ -2,7 +2,7 @@
 //
 // One ZooKeeper session (the C client's zhandle) per provider. The C client calls completions
 // and watchers on its own completion thread; they only post to the provider's io thread, where
-// every recipe step runs (zookeeper_client.hpp routes them). Nothing here ever makes a
+// every recipe step runs (completion_routes.hpp routes them). Nothing here ever makes a
 // blocking ZooKeeper call.
 #pragma once
 
@@ -23,7 +23,7 @@
 #include <dlock/core/io_thread.hpp>
 #include <dlock/zookeeper/provider.hpp>
 
-#include "zookeeper_client.hpp"
+#include "completion_routes.hpp"
 
 namespace dlock::zookeeper::detail {
 
@@ -63,8 +63,10 @@ class zookeeper_backend final : public dlock::backend,
   void get_data(const std::string& path, zk_handler then);
   void get_children(const std::string& path, zk_handler then, zk_handler* on_change = nullptr,
                     std::uint64_t* watch_id = nullptr);
+  /// `answer_on_client_thread`: `then` runs on the client's completion thread (it must only
+  /// post), sparing the io thread a wake-up for an answer that rarely matters.
   void exists(const std::string& path, zk_handler then, zk_handler* on_change = nullptr,
-              std::uint64_t* watch_id = nullptr);
+              std::uint64_t* watch_id = nullptr, bool answer_on_client_thread = false);
   /// Deletes `path`. ZNONODE counts as done. A delete cut off by a connection loss is
   /// retried after reconnecting (a session expiry removes the ephemeral node anyway);
   /// `then` gets the first attempt's code.
@@ -109,7 +111,7 @@ class zookeeper_backend final : public dlock::backend,
   using read_call = int (*)(zhandle_t*, const char* path, watcher_fn watcher,
                             void* watch_context, const void* context);
   void read(const std::string& path, zk_handler then, zk_handler* on_change,
-            std::uint64_t* watch_id, const read_call& call);
+            std::uint64_t* watch_id, const read_call& call, bool answer_on_client_thread = false);
   /// Calls `call(handle, context)` with the current handle under handle_mutex_; when the
   /// client refuses it (non-zero return), delivers that code to the route instead.
   void issue(std::uint64_t route_id, const std::function<int(zhandle_t*, const void*)>& call);

@@ -1,4 +1,4 @@
-#include "zookeeper_client.hpp"
+#include "completion_routes.hpp"
 
 #include <atomic>
 #include <mutex>
