@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Installs what building and testing dlock needs on Debian 12, from Debian's own packages.
 #
-#   scripts/setup-debian.sh            build dependencies only (libpqxx-dev: DLOCK_WITH_POSTGRES)
-#   scripts/setup-debian.sh --servers  also the Redis, PostgreSQL 15 and ZooKeeper servers and the
-#                                      client libraries the networked backends link
+#   scripts/setup-debian.sh            build dependencies only, the backends' client libraries included
+#   scripts/setup-debian.sh --servers  also the Redis, PostgreSQL 15 and ZooKeeper servers, their
+#                                      command-line clients, and a JDK with Apache Curator for the
+#                                      ZooKeeper interoperability tests
 #
 # Idempotent: installed packages are left alone, and `apt-get update` runs only when something is
 # missing. Never prompts (CI=true, no stdin). The servers are installed but not started: the tests
 # start private instances with scripts/test-servers.sh, so nothing may listen on the default ports.
 set -euo pipefail
 
-build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhiredis-dev libpqxx-dev)
+# The client libraries of the networked backends are build dependencies: they are built by default.
+build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhiredis-dev libpqxx-dev
+                libzookeeper-mt-dev)
 server_packages=(redis-server redis-tools zookeeper default-jre-headless postgresql-15
-                 postgresql-client-15 libhiredis-dev libpqxx-dev libzookeeper-mt-dev netcat-openbsd
+                 postgresql-client-15 netcat-openbsd
                  iproute2 procps
                  # Curator, for the ZooKeeper interoperability tests and benchmark.
                  default-jdk-headless libcurator-framework-java libcurator-recipes-java)
