@@ -55,6 +55,10 @@ bool pg_session::holds(const std::string& resource) const {
                      [&](const auto& entry) { return entry.second.resource == resource; });
 }
 
+bool pg_session::holds_or_attempts(const std::string& resource) const {
+  return attempting.contains(resource) || holds(resource);
+}
+
 /// A grant on one session. release() may run on any thread.
 class pg_lease final : public dlock::lease {
  public:
@@ -138,7 +142,11 @@ class pg_acquire final : public acquire_operation,
 
   void start() {
     session_ = backend_->session_for_attempt(resource_);
+    session_->attempting.insert(resource_);
     session_->connection->execute(attempt_sql(), [self = shared_from_this()](query_result r) {
+      // Answered: from here the grant (if any) is in the books, or the session is free of it.
+      auto& attempting = self->session_->attempting;
+      attempting.erase(attempting.find(self->resource_));
       self->attempted(std::move(r), false);
     });
   }
@@ -610,7 +618,7 @@ std::shared_ptr<pg_session> postgres_backend::session_for_attempt(const std::str
     const bool full = options_.locks_per_session != 0 &&
                       session->grants.size() >= options_.locks_per_session;
     if (!session->reserved && !session->connection->broken() && !full &&
-        !session->holds(resource)) {
+        !session->holds_or_attempts(resource)) {
       return session;
     }
   }
