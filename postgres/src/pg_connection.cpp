@@ -245,6 +245,12 @@ void pg_connection::fail(const std::string& message, bool after_established) {
   state_ = state::broken;
   connect_timer_.cancel();
   drop_descriptor();
+  // Closing the socket is what makes the server end the session and free its locks, which
+  // our books now say are gone; holders keep the session object until they release.
+  if (conn_) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+  }
   fail_statements(message.empty() ? "the connection broke" : message);
   if (after_established && on_broken_) on_broken_();
 }

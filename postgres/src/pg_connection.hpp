@@ -65,7 +65,8 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   /// Returns false when no statement is running (it may still be queued).
   bool cancel_running();
 
-  /// Ends the session as broken (on_broken runs): for a keepalive that got no answer.
+  /// Ends the session as broken (on_broken runs) and closes the connection, so the server
+  /// frees what it held: for a keepalive that got no answer.
   void abandon(const std::string& why) { fail(why, true); }
 
   /// Ends the session now: queued statements fail as broken; on_broken does not run.
