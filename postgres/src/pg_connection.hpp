@@ -90,6 +90,8 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   void arm_read();
   void on_readable();
   void collect_results();
+  /// Hands parsed NOTIFYs to on_notify; false when the session ended meanwhile.
+  bool deliver_notifications();
   void fail(const std::string& message, bool after_established);
   void fail_statements(const std::string& message);
   void drop_descriptor() noexcept;
