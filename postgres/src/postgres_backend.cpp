@@ -11,6 +11,8 @@
 #include <dlock/core/naming.hpp>
 #include <dlock/postgres/advisory_key.hpp>
 
+#include "lock_timeout.hpp"
+
 namespace dlock::postgres::detail {
 
 namespace {
@@ -283,9 +285,7 @@ class pg_acquire final : public acquire_operation,
 
   long long lock_timeout_ms() const {
     if (request_.deadline == std::chrono::steady_clock::time_point::max()) return 0;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-        request_.deadline - std::chrono::steady_clock::now());
-    return std::max<long long>(1, left.count());
+    return detail::lock_timeout_ms(request_.deadline - std::chrono::steady_clock::now());
   }
 
   void waited(query_result r) {

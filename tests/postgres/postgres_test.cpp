@@ -198,6 +198,20 @@ TEST_CASE("concurrent local attempts of one name never both get it from one sess
   }
 }
 
+TEST_CASE("a wait longer than lock_timeout can hold waits and gets the lock",
+          "[postgres][wait]") {
+  // 30 days of milliseconds is past the INT_MAX the server takes for lock_timeout.
+  const auto name = unique_name("days");
+  auto waiter = provider_named(name + "-waiter");
+  std::optional held{provider_named(name + "-holder")->create_lock(name).acquire()};
+  auto waiting = waiter->create_lock(name).async_try_acquire(std::chrono::days(30), {},
+                                                             boost::asio::use_future);
+  REQUIRE(wait_until([&] { return waiter->metrics().waits == 1; }, 10s));
+  held.reset();
+  REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+  CHECK(waiting.get());
+}
+
 TEST_CASE("a psql session holding the advisory key excludes dlock, and dlock excludes psql",
           "[postgres][interop]") {
   const auto name = unique_name("psql");  // hashed: a bigint key
