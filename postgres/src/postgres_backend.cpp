@@ -719,8 +719,9 @@ void postgres_backend::notified(const std::string& channel) {
   for (auto& waiter : waiting) waiter->notified();
 }
 
-// Ticks twice a period: a session found unanswered at one tick sent its probe at the one
-// before, so a break is noticed at most one period after it happened.
+// Ticks twice a period, so a probe is judged no later than half a period after it has gone
+// unanswered for a whole one: a break is noticed at most one and a half periods after it
+// happened.
 void postgres_backend::schedule_keepalive() {
   keepalive_timer_->expires_after(options_.keepalive / 2);
   keepalive_timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
@@ -731,19 +732,28 @@ void postgres_backend::schedule_keepalive() {
   });
 }
 
-// A session that has not answered the previous tick's round trip is given up: its locks may be
-// gone already, and the holders must hear it within the period.
+// A session whose probe has gone unanswered for a whole period is given up: its locks may be
+// gone already, and the holders must hear it. Probes also go to a session that holds nothing
+// but runs a statement (an attempt): queued behind it, the probe is answered only once the
+// statement is, so an attempt the server never answers ends as a broken session instead of
+// hanging. Reserved sessions are left alone: their blocking wait may rightly run for long
+// (TCP keepalives bound it).
 void postgres_backend::keepalive() {
+  const auto now = std::chrono::steady_clock::now();
   auto sessions = sessions_;
   for (auto& session : sessions) {
-    if (session->grants.empty() || session->connection->broken()) continue;
-    if (session->keepalive_pending) {
-      session->connection->abandon("no answer to the keepalive within one period");
+    if (session->reserved || session->connection->broken()) continue;
+    if (session->probe_sent) {
+      if (now - *session->probe_sent >= options_.keepalive) {
+        session->connection->abandon("no answer to the keepalive within one period");
+      }
       continue;
     }
-    session->keepalive_pending = true;
-    session->connection->execute("SELECT 1", [session](query_result) {
-      session->keepalive_pending = false;
+    if (session->grants.empty() && !session->connection->busy()) continue;
+    session->probe_sent = now;
+    session->connection->execute("SELECT 1", [weak = weak_from_this(), session](query_result) {
+      session->probe_sent.reset();
+      if (auto self = weak.lock()) self->retire_if_spare(session);
     });
   }
 }

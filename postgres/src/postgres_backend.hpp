@@ -1,6 +1,7 @@
 // Private to dlock::postgres: the backend behind dlock::postgres::provider.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -34,7 +35,8 @@ struct pg_session {
   // so a second attempt of one of them on this session would be granted too.
   std::multiset<std::string> attempting;
   bool reserved = false;                  // a waiting acquire runs on it
-  bool keepalive_pending = false;
+  // When the unanswered keepalive probe was sent; empty when none is outstanding.
+  std::optional<std::chrono::steady_clock::time_point> probe_sent;
 
   bool holds(const std::string& resource) const;
   /// Holds `resource` or has an attempt of it in flight.
