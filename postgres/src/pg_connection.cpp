@@ -168,14 +168,23 @@ void pg_connection::on_readable() {
     fail(trimmed(PQerrorMessage(conn_)), true);
     return;
   }
-  while (PGnotify* notification = PQnotifies(conn_)) {
+  if (!deliver_notifications()) return;
+  collect_results();
+  // libpq parses a NOTIFY that came with a result only while collecting it: deliver it now,
+  // or a semaphore waiter would sleep until its next retry.
+  if (!deliver_notifications()) return;
+  arm_read();
+}
+
+bool pg_connection::deliver_notifications() {
+  while (state_ == state::ready) {
+    PGnotify* notification = PQnotifies(conn_);
+    if (!notification) return true;
     std::string channel = notification->relname;
     PQfreemem(notification);
     if (on_notify_) on_notify_(channel);
-    if (state_ != state::ready) return;
   }
-  collect_results();
-  arm_read();
+  return false;
 }
 
 void pg_connection::collect_results() {
@@ -245,6 +254,12 @@ void pg_connection::fail(const std::string& message, bool after_established) {
   state_ = state::broken;
   connect_timer_.cancel();
   drop_descriptor();
+  // Closing the socket is what makes the server end the session and free its locks, which
+  // our books now say are gone; holders keep the session object until they release.
+  if (conn_) {
+    PQfinish(conn_);
+    conn_ = nullptr;
+  }
   fail_statements(message.empty() ? "the connection broke" : message);
   if (after_established && on_broken_) on_broken_();
 }

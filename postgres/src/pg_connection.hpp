@@ -65,7 +65,8 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   /// Returns false when no statement is running (it may still be queued).
   bool cancel_running();
 
-  /// Ends the session as broken (on_broken runs): for a keepalive that got no answer.
+  /// Ends the session as broken (on_broken runs) and closes the connection, so the server
+  /// frees what it held: for a keepalive that got no answer.
   void abandon(const std::string& why) { fail(why, true); }
 
   /// Ends the session now: queued statements fail as broken; on_broken does not run.
@@ -89,6 +90,8 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   void arm_read();
   void on_readable();
   void collect_results();
+  /// Hands parsed NOTIFYs to on_notify; false when the session ended meanwhile.
+  bool deliver_notifications();
   void fail(const std::string& message, bool after_established);
   void fail_statements(const std::string& message);
   void drop_descriptor() noexcept;

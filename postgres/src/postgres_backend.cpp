@@ -11,6 +11,8 @@
 #include <dlock/core/naming.hpp>
 #include <dlock/postgres/advisory_key.hpp>
 
+#include "lock_timeout.hpp"
+
 namespace dlock::postgres::detail {
 
 namespace {
@@ -53,6 +55,10 @@ std::string pg_locks_match(const advisory_key& key) {
 bool pg_session::holds(const std::string& resource) const {
   return std::any_of(grants.begin(), grants.end(),
                      [&](const auto& entry) { return entry.second.resource == resource; });
+}
+
+bool pg_session::holds_or_attempts(const std::string& resource) const {
+  return attempting.contains(resource) || holds(resource);
 }
 
 /// A grant on one session. release() may run on any thread.
@@ -138,7 +144,11 @@ class pg_acquire final : public acquire_operation,
 
   void start() {
     session_ = backend_->session_for_attempt(resource_);
+    session_->attempting.insert(resource_);
     session_->connection->execute(attempt_sql(), [self = shared_from_this()](query_result r) {
+      // Answered: from here the grant (if any) is in the books, or the session is free of it.
+      auto& attempting = self->session_->attempting;
+      attempting.erase(attempting.find(self->resource_));
       self->attempted(std::move(r), false);
     });
   }
@@ -275,9 +285,7 @@ class pg_acquire final : public acquire_operation,
 
   long long lock_timeout_ms() const {
     if (request_.deadline == std::chrono::steady_clock::time_point::max()) return 0;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-        request_.deadline - std::chrono::steady_clock::now());
-    return std::max<long long>(1, left.count());
+    return detail::lock_timeout_ms(request_.deadline - std::chrono::steady_clock::now());
   }
 
   void waited(query_result r) {
@@ -610,7 +618,7 @@ std::shared_ptr<pg_session> postgres_backend::session_for_attempt(const std::str
     const bool full = options_.locks_per_session != 0 &&
                       session->grants.size() >= options_.locks_per_session;
     if (!session->reserved && !session->connection->broken() && !full &&
-        !session->holds(resource)) {
+        !session->holds_or_attempts(resource)) {
       return session;
     }
   }
@@ -711,8 +719,9 @@ void postgres_backend::notified(const std::string& channel) {
   for (auto& waiter : waiting) waiter->notified();
 }
 
-// Ticks twice a period: a session found unanswered at one tick sent its probe at the one
-// before, so a break is noticed at most one period after it happened.
+// Ticks twice a period, so a probe is judged no later than half a period after it has gone
+// unanswered for a whole one: a break is noticed at most one and a half periods after it
+// happened.
 void postgres_backend::schedule_keepalive() {
   keepalive_timer_->expires_after(options_.keepalive / 2);
   keepalive_timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
@@ -723,19 +732,28 @@ void postgres_backend::schedule_keepalive() {
   });
 }
 
-// A session that has not answered the previous tick's round trip is given up: its locks may be
-// gone already, and the holders must hear it within the period.
+// A session whose probe has gone unanswered for a whole period is given up: its locks may be
+// gone already, and the holders must hear it. Probes also go to a session that holds nothing
+// but runs a statement (an attempt): queued behind it, the probe is answered only once the
+// statement is, so an attempt the server never answers ends as a broken session instead of
+// hanging. Reserved sessions are left alone: their blocking wait may rightly run for long
+// (TCP keepalives bound it).
 void postgres_backend::keepalive() {
+  const auto now = std::chrono::steady_clock::now();
   auto sessions = sessions_;
   for (auto& session : sessions) {
-    if (session->grants.empty() || session->connection->broken()) continue;
-    if (session->keepalive_pending) {
-      session->connection->abandon("no answer to the keepalive within one period");
+    if (session->reserved || session->connection->broken()) continue;
+    if (session->probe_sent) {
+      if (now - *session->probe_sent >= options_.keepalive) {
+        session->connection->abandon("no answer to the keepalive within one period");
+      }
       continue;
     }
-    session->keepalive_pending = true;
-    session->connection->execute("SELECT 1", [session](query_result) {
-      session->keepalive_pending = false;
+    if (session->grants.empty() && !session->connection->busy()) continue;
+    session->probe_sent = now;
+    session->connection->execute("SELECT 1", [weak = weak_from_this(), session](query_result) {
+      session->probe_sent.reset();
+      if (auto self = weak.lock()) self->retire_if_spare(session);
     });
   }
 }

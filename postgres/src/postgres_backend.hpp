@@ -1,8 +1,10 @@
 // Private to dlock::postgres: the backend behind dlock::postgres::provider.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -29,10 +31,16 @@ struct pg_session {
     std::stop_source lost;
   };
   std::map<std::uint64_t, grant> grants;  // by grant id
+  // Resources of attempts sent but not answered yet: advisory locks are re-entrant per session,
+  // so a second attempt of one of them on this session would be granted too.
+  std::multiset<std::string> attempting;
   bool reserved = false;                  // a waiting acquire runs on it
-  bool keepalive_pending = false;
+  // When the unanswered keepalive probe was sent; empty when none is outstanding.
+  std::optional<std::chrono::steady_clock::time_point> probe_sent;
 
   bool holds(const std::string& resource) const;
+  /// Holds `resource` or has an attempt of it in flight.
+  bool holds_or_attempts(const std::string& resource) const;
 };
 
 /// libpq connection parameters, kept alive for PQconnectStartParams.
@@ -63,7 +71,8 @@ class postgres_backend final : public dlock::backend,
   const options& settings() const noexcept { return options_; }
 
   // io thread only:
-  /// A session on which `resource` may be tried at once: not reserved, not holding it.
+  /// A session on which `resource` may be tried at once: not reserved, neither holding nor
+  /// attempting it. The caller records its attempt in the session's `attempting`.
   std::shared_ptr<pg_session> session_for_attempt(const std::string& resource);
   /// A session that holds nothing, reserved for a waiting acquire.
   std::shared_ptr<pg_session> session_for_wait();

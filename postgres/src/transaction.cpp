@@ -8,6 +8,8 @@
 #include <dlock/core/errors.hpp>
 #include <dlock/core/naming.hpp>
 
+#include "lock_timeout.hpp"
+
 namespace dlock::postgres {
 
 namespace {
@@ -51,11 +53,8 @@ bool try_lock_in_transaction(pqxx::dbtransaction& transaction, const advisory_ke
     }
     const std::string lock_timeout = quoted_setting(transaction, "lock_timeout");
     const std::string statement_timeout = quoted_setting(transaction, "statement_timeout");
-    long long milliseconds = 0;  // no limit
-    if (timeout != std::chrono::nanoseconds::max()) {
-      milliseconds = std::max<long long>(
-          1, std::chrono::ceil<std::chrono::milliseconds>(timeout).count());
-    }
+    const long long milliseconds =
+        timeout == std::chrono::nanoseconds::max() ? 0 : detail::lock_timeout_ms(timeout);
     // A failed statement aborts the transaction; the savepoint keeps it usable, and rolling
     // back to it also undoes the two settings.
     pqxx::subtransaction wait(transaction, "dlock_lock_in_transaction");

@@ -1,7 +1,11 @@
 // dlock::postgres against the real server: bad input, unreachable endpoints, sessions shared by
 // many locks, the re-entrancy trap, and a real psql session on the same key.
+#include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
+#include <thread>
+#include <vector>
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
 
 #include <boost/asio/use_future.hpp>
@@ -143,6 +147,69 @@ TEST_CASE("a session never grants a name it holds to a second local contender",
   CHECK_FALSE(pg->create_reader_writer_lock(name + "-rw").try_acquire_write());
   held.release();
   CHECK(pg->create_lock(name).try_acquire());
+}
+
+namespace {
+
+// Runs `attempt` from several threads at once, many times each; returns the most handles of one
+// name held at the same moment. Attempts on one provider share its sessions, where advisory
+// locks are re-entrant.
+int most_holders_at_once(const std::vector<std::function<std::optional<dlock::lock_handle>()>>&
+                             attempts) {
+  std::atomic<int> holding{0}, most{0};
+  std::vector<std::thread> threads;
+  for (const auto& attempt : attempts) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < 100; ++round) {
+        auto handle = attempt();
+        if (!handle) continue;
+        const int now = ++holding;
+        int seen = most.load();
+        while (now > seen && !most.compare_exchange_weak(seen, now)) {
+        }
+        std::this_thread::yield();
+        --holding;
+        handle->release();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return most.load();
+}
+
+}  // namespace
+
+TEST_CASE("concurrent local attempts of one name never both get it from one session",
+          "[postgres][multiplexing]") {
+  auto pg = provider_named(unique_name("inflight"));
+  const auto name = unique_name("inflight");
+  SECTION("try_acquire of one lock from four threads") {
+    std::vector<std::function<std::optional<dlock::lock_handle>()>> attempts(
+        4, [&] { return pg->create_lock(name).try_acquire(); });
+    CHECK(most_holders_at_once(attempts) == 1);
+  }
+  SECTION("a lock and the reader-writer lock of the same name, which share the advisory key") {
+    std::vector<std::function<std::optional<dlock::lock_handle>()>> attempts{
+        [&] { return pg->create_lock(name).try_acquire(); },
+        [&] { return pg->create_reader_writer_lock(name).try_acquire_write(); },
+        [&] { return pg->create_lock(name).try_acquire(); },
+        [&] { return pg->create_reader_writer_lock(name).try_acquire_write(); }};
+    CHECK(most_holders_at_once(attempts) == 1);
+  }
+}
+
+TEST_CASE("a wait longer than lock_timeout can hold waits and gets the lock",
+          "[postgres][wait]") {
+  // 30 days of milliseconds is past the INT_MAX the server takes for lock_timeout.
+  const auto name = unique_name("days");
+  auto waiter = provider_named(name + "-waiter");
+  std::optional held{provider_named(name + "-holder")->create_lock(name).acquire()};
+  auto waiting = waiter->create_lock(name).async_try_acquire(std::chrono::days(30), {},
+                                                             boost::asio::use_future);
+  REQUIRE(wait_until([&] { return waiter->metrics().waits == 1; }, 10s));
+  held.reset();
+  REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+  CHECK(waiting.get());
 }
 
 TEST_CASE("a psql session holding the advisory key excludes dlock, and dlock excludes psql",

@@ -101,3 +101,11 @@ TEST_CASE("a deadlock between two transactions is deadlock_error, not a timeout"
   INFO(outcomes[0] << " / " << outcomes[1]);
   CHECK(outcomes == std::vector<std::string>{"deadlock", "granted"});
 }
+
+TEST_CASE("a transaction lock wait longer than lock_timeout can hold is accepted",
+          "[postgres][transaction]") {
+  pqxx::connection connection(server_url());
+  pqxx::work transaction(connection);
+  CHECK(dlock::postgres::try_lock_in_transaction(
+      transaction, advisory_key::from_name(unique_name("xact-days")), std::chrono::days(30)));
+}

@@ -14,8 +14,7 @@ namespace {
 // The suite runs twice (tests/CMakeLists.txt): with every lock on a session of its own
 // (DLOCK_TEST_POSTGRES_DEFAULT_LOCKS_PER_SESSION), and with the default, many locks per
 // session. break_lock ends the holder's session, which rightly takes every lock of that
-// session away; the one case that expects a neighbouring lock to survive is left out of the
-// second run.
+// session away (marked lost, and free on the server).
 std::uint32_t locks_per_session() {
 #ifdef DLOCK_TEST_POSTGRES_DEFAULT_LOCKS_PER_SESSION
   return DLOCK_TEST_POSTGRES_DEFAULT_LOCKS_PER_SESSION;

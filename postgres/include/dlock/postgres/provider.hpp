@@ -27,9 +27,10 @@ struct options {
   std::string connection_string;
   /// How long opening a connection may take before it is a connection_error. Positive.
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(5);
-  /// How often every connection that holds locks is checked with a round trip. A connection
-  /// that breaks marks its handles lost within this period (at once when the server closes
-  /// it); the traffic also keeps idle-connection killers away. Positive.
+  /// How often every connection that holds locks or runs an attempt is checked with a round
+  /// trip. One whose round trip goes this long unanswered is given up, marking its handles lost
+  /// (or failing its attempt) within 1.5 periods of going silent (at once when the server
+  /// closes it); the traffic also keeps idle-connection killers away. Positive.
   std::chrono::nanoseconds keepalive = std::chrono::seconds(10);
   /// The sequence that fencing tokens come from, created (CREATE SEQUENCE IF NOT EXISTS) on a
   /// connection's first use; `schema.name` allowed. Empty: no fencing tokens (every token is 0,
