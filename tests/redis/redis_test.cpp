@@ -129,6 +129,25 @@ TEST_CASE("released grants leave no keys but the fencing counter", "[redis]") {
   CHECK(redis_cli({"--scan", "--pattern", tag + "*"}) == tag + ":fence");
 }
 
+TEST_CASE("a short-expiry holder never shortens the TTL of a set another holder is in",
+          "[redis][rw][semaphore]") {
+  auto long_expiry = dlock::make_provider(endpoint() + "?expiry=60s&prefix=" + prefix());
+  auto short_expiry = dlock::make_provider(endpoint() + "?expiry=1s&prefix=" + prefix());
+  const auto name = unique_name("mixed-expiry");
+  const std::string tag = prefix() + "{" + name + "}";
+  auto ttl_of = [](const std::string& key) { return std::stoll(redis_cli({"PTTL", key})); };
+
+  auto reader = long_expiry->create_reader_writer_lock(name).acquire_read(5s);
+  short_expiry->create_reader_writer_lock(name).acquire_read(5s).release();
+  // Were the readers' set cut to 1s, it would vanish and a writer would join the reader above.
+  CHECK(ttl_of(tag + ":rw:readers") > 30'000);
+
+  auto slot = long_expiry->create_semaphore(name, 2).acquire(5s);
+  short_expiry->create_semaphore(name, 2).acquire(5s).release();
+  CHECK(ttl_of(tag + ":sem") > 30'000);
+  CHECK(ttl_of(tag + ":sem:max") > 30'000);
+}
+
 TEST_CASE("a semaphore used with another max_count is an error naming both counts",
           "[redis][semaphore]") {
   auto locks = dlock::make_provider(url());
