@@ -403,7 +403,11 @@ void node::send_subscription(const char* verb, const std::string& name) {
 
 void node::listen(const std::string& name, const std::shared_ptr<channel_listener>& listener) {
   auto [it, created] = channels_.try_emplace(name);
-  it->second.listeners.push_back(listener);
+  auto& listeners = it->second.listeners;
+  // Listening again is a no-op: a RedLock acquire re-listens on every node after one node's
+  // subscription was lost, and must not be told twice (or kept twice) by the others.
+  if (std::find(listeners.begin(), listeners.end(), listener) != listeners.end()) return;
+  listeners.push_back(listener);
   if (created) {
     send_subscription("SUBSCRIBE", name);
   } else if (it->second.state == subscription::subscribed) {

@@ -177,7 +177,7 @@ class node {
 
   /// Adds `listener` to `channel`, subscribing if it is the first; it hears `subscribed` once
   /// the server confirmed the subscription, then `released` per message, or `lost` when the
-  /// subscriber connection dropped (the listener is removed then).
+  /// subscriber connection dropped (the listener is removed then). No-op when already listening.
   void listen(const std::string& channel, const std::shared_ptr<channel_listener>& listener);
   /// Removes `listener`; unsubscribes when it was the last. No-op when not listening.
   void unlisten(const std::string& channel, const channel_listener* listener);

@@ -215,6 +215,7 @@ class redis_acquire final : public acquire_operation,
 
   void on_channel_event(channel_event event) override {
     if (finished_) return;
+    // Listen again (on every node: listening where already listening is a no-op).
     if (event == channel_event::lost) listening_ = false;
     if (attempting_) {
       again_ = true;  // the attempt in flight may have seen the holder that just left
@@ -394,10 +395,10 @@ class redis_acquire final : public acquire_operation,
     finished_ = true;
     attempting_ = false;
     wait_timer_.cancel();
-    if (listening_) {
-      for (std::size_t i = 0; i < backend_->node_count(); ++i) {
-        backend_->node_at(i).unlisten(keys_.channel, this);
-      }
+    // On every node, whatever listening_ says: after one RedLock node's subscription was lost
+    // (listening_ reset), the others still hold this operation (a no-op where it is absent).
+    for (std::size_t i = 0; i < backend_->node_count(); ++i) {
+      backend_->node_at(i).unlisten(keys_.channel, this);
     }
     if (queued_writer_ && !granted) {
       // Leave the writers' queue, so readers held back by it may go on.

@@ -109,6 +109,34 @@ TEST_CASE("a waiter whose connections are killed reconnects and is granted on re
   CHECK(waiting.get());
 }
 
+TEST_CASE("a RedLock waiter granted after one node's subscription was lost leaves no "
+          "subscription on any node",
+          "[redis][redlock][fault]") {
+  const std::string nodes = redis_test::redlock_endpoint();
+  const auto client = unique_name("redlock-waiter");
+  auto waiter = dlock::make_provider(url(client, nodes));
+  const auto name = unique_name("redlock-lost-sub");
+  const std::string channel = key_of(name) + ":released";
+  auto on_every_node = [&](std::vector<std::string> arguments) {
+    std::vector<std::string> replies;
+    for (std::size_t i = 0; i < 3; ++i) replies.push_back(redis_cli(port_of(nodes, i), arguments));
+    return replies;
+  };
+  const std::vector<std::string> subscribed(3, channel + "\n1");
+  const std::vector<std::string> unsubscribed(3, channel + "\n0");
+
+  on_every_node({"SET", key_of(name), "someone-else", "PX", "60000"});
+  auto waiting = waiter->create_lock(name).async_acquire(30s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return on_every_node({"PUBSUB", "NUMSUB", channel}) == subscribed; }));
+  // Freed without a message; then node 1's subscription goes, and the retry it causes wins.
+  on_every_node({"DEL", key_of(name)});
+  support::test_servers({"kill-connections", "redlock1", client});
+  REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+  auto held = waiting.get();
+  CHECK(held);
+  CHECK(wait_until([&] { return on_every_node({"PUBSUB", "NUMSUB", channel}) == unsubscribed; }));
+}
+
 TEST_CASE("a server restart while held marks the handle lost, and the lock works after",
           "[redis][fault]") {
   auto holder = dlock::make_provider(url());
