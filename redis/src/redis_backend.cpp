@@ -300,7 +300,7 @@ class redis_acquire final : public acquire_operation,
       }
     }
     if (other_max_count) {
-      give_back_partial(granted);
+      give_back(results, granted);
       finish(std::make_exception_ptr(backend_->max_count_mismatch(request_, *other_max_count)),
              nullptr);
       return;
@@ -310,7 +310,7 @@ class redis_acquire final : public acquire_operation,
       grant(deadline, fencing_token);
       return;
     }
-    give_back_partial(granted);
+    give_back(results, granted);
     if (answered < backend_->quorum(keys_)) {
       attempt_failed(odd_reply.empty() ? backend_->failures(results) : odd_reply);
       return;
@@ -331,11 +331,12 @@ class redis_acquire final : public acquire_operation,
     finish(nullptr, std::move(granted));
   }
 
-  // RedLock: a minority of grants is handed back at once, so that the next try can win.
-  void give_back_partial(std::size_t granted) {
-    if (granted == 0) return;
-    backend_->eval_everywhere(release_script(), keys_, {token_, keys_.kind, keys_.channel},
-                              [](std::vector<command_result>) {});
+  // A try that did not win hands back at once what it may hold (a RedLock minority of grants,
+  // or a grant whose reply was lost), so that the next try, ours or another's, can win.
+  void give_back(const std::vector<command_result>& results, std::size_t granted) {
+    const bool unanswered =
+        std::any_of(results.begin(), results.end(), [](const auto& r) { return r.failure; });
+    if (granted > 0 || unanswered) backend_->give_back(keys_, token_);
   }
 
   void not_granted(milliseconds wait_hint) {
@@ -552,6 +553,9 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
     case acquire_answer::kind::other_max_count:
       std::rethrow_exception(std::make_exception_ptr(max_count_mismatch(request, answer.value)));
     case acquire_answer::kind::failed:
+      // Without a reply it may have been granted all the same: hand it back.
+      boost::asio::post(network_->executor(),
+                        [self = shared_from_this(), keys, token] { self->give_back(keys, token); });
       throw connection_error(message(answer.failure, request.name));
     default:
       return nullptr;
@@ -564,6 +568,29 @@ std::invalid_argument redis_backend::max_count_mismatch(const acquire_request& r
                                            std::to_string(request.max_count) + " here but " +
                                            std::to_string(stored) + " by its holders",
                                        request.name));
+}
+
+void redis_backend::give_back(const key_set& keys, const std::string& token) {
+  const auto until = clock::now() + options_.expiry;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) give_back_on(i, keys, token, until);
+}
+
+// A node that does not answer (paused, restarting) may still hold the grant and answer later:
+// try again until the grant would have expired anyway, or the provider is gone.
+void redis_backend::give_back_on(std::size_t i, const key_set& keys, const std::string& token,
+                                 clock::time_point until) {
+  std::weak_ptr<redis_backend> weak = shared_from_this();
+  eval(i, release_script(), keys, {token, keys.kind, keys.channel},
+       [weak, i, keys, token, until](command_result result) {
+         auto self = weak.lock();
+         if (!self || !result.failure || clock::now() >= until) return;
+         auto timer = std::make_shared<boost::asio::steady_timer>(self->network_executor());
+         timer->expires_after(std::min<std::chrono::nanoseconds>(milliseconds(100),
+                                                                 self->options_.command_timeout));
+         timer->async_wait([weak, timer, i, keys, token, until](const boost::system::error_code&) {
+           if (auto again = weak.lock()) again->give_back_on(i, keys, token, until);
+         });
+       });
 }
 
 void redis_backend::eval_everywhere(const script& which, const key_set& keys,

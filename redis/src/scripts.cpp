@@ -35,11 +35,37 @@ local function fence()
   redis.call('SET', KEYS[2], proposal)
   return proposal
 end
+-- Granted already to this token (the reply to an earlier try was lost, and the acquire tries
+-- again with the same token): granted again, with a fresh lease; a single server's counter is
+-- not raised again (the lost reply's token), RedLock's is set to the new proposal.
+local function again()
+  if proposal == 0 then return {1, tonumber(redis.call('GET', KEYS[2]) or '0')} end
+  return {1, fence()}
+end
+if kind == 'lock' or kind == 'write' then
+  if redis.call('GET', KEYS[1]) == token then
+    redis.call('PEXPIRE', KEYS[1], expiry)
+    if kind == 'write' then redis.call('ZREM', KEYS[4], token) end
+    return again()
+  end
+end
 if kind == 'lock' then
   if redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then return {1, fence()} end
   return {0, redis.call('PTTL', KEYS[1])}
 end
 local now = now_ms()
+local function held_in(set)
+  local score = redis.call('ZSCORE', set, token)
+  if not score or tonumber(score) <= now then return false end
+  redis.call('ZADD', set, 'XX', now + expiry, token)
+  lengthen(set, expiry)
+  return true
+end
+if kind == 'sem' and held_in(KEYS[1]) then
+  lengthen(KEYS[3], expiry)
+  return again()
+end
+if kind == 'read' and held_in(KEYS[3]) then return again() end
 local function first_expiry(set)
   local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
   if first[2] then return tonumber(first[2]) - now end

@@ -187,6 +187,29 @@ TEST_CASE("a server paused past the expiry marks the handle lost, and acquires f
   held.release();
 }
 
+TEST_CASE("a try whose reply is lost to a paused server gives the grant back once it answers",
+          "[redis][fault]") {
+  auto locks = dlock::make_provider(endpoint() + "?expiry=60s&command_timeout=300ms&prefix=" +
+                                    prefix());
+  const auto name = unique_name("lost-reply");
+  // Both connections (the caller's blocking one, the network thread's) logged in beforehand,
+  // so that the tries themselves reach the paused server.
+  REQUIRE(locks->create_lock(name).try_acquire());
+  REQUIRE(locks->create_lock(name).async_try_acquire(100ms, {}, boost::asio::use_future).get());
+  support::undo_test_servers_fault resume({"resume", "redis"});
+  support::test_servers({"pause", "redis"});
+  // The try is sent, then abandoned after the command timeout: the paused server grants it
+  // once resumed, with nobody to hear.
+  CHECK_THROWS_AS(locks->create_lock(name).try_acquire(), dlock::connection_error);
+  auto waiting = locks->create_lock(name).async_try_acquire(100ms, {}, boost::asio::use_future);
+  REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
+  CHECK_THROWS_AS(waiting.get(), dlock::connection_error);
+  resume.now();
+  // Given back, rather than held until its 60 s expiry.
+  CHECK(wait_until([&] { return redis_cli({"EXISTS", key_of(name)}) == "0"; }));
+  CHECK(dlock::make_provider(url())->create_lock(name).try_acquire());
+}
+
 TEST_CASE("RedLock locks work with one node down and semaphores do not; with two down it is a "
           "connection_error naming both",
           "[redis][redlock][fault]") {

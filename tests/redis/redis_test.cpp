@@ -8,6 +8,7 @@
 #include <dlock/dlock.hpp>
 
 #include "redis_test_support.hpp"
+#include "scripts.hpp"
 
 using namespace std::chrono_literals;
 using redis_test::endpoint;
@@ -146,6 +147,25 @@ TEST_CASE("a short-expiry holder never shortens the TTL of a set another holder 
   short_expiry->create_semaphore(name, 2).acquire(5s).release();
   CHECK(ttl_of(tag + ":sem") > 30'000);
   CHECK(ttl_of(tag + ":sem:max") > 30'000);
+}
+
+TEST_CASE("the acquire script grants a token again that already holds the grant",
+          "[redis][rw][semaphore]") {
+  // What an acquire does after the reply to a granted try was lost: it tries again with the
+  // same token, and must not wait for its own grant to expire.
+  const std::string tag = prefix() + "{" + unique_name("again") + "}";
+  const std::string& source = dlock::redis::detail::acquire_script().source;
+  auto acquire = [&](const std::string& token, const std::string& kind) {
+    const std::string base = tag + ":" + kind;  // one key set per kind
+    return redis_cli({"EVAL", source, "4", base, base + ":fence", base + ":set", base + ":queue",
+                      token, "60000", kind, "0", "2", "0"});
+  };
+  for (const std::string kind : {"lock", "write", "read", "sem"}) {
+    const std::string first = acquire("token-1", kind);
+    REQUIRE(first.rfind("1\n", 0) == 0);
+    CHECK(acquire("token-1", kind) == first);  // the same fencing token, not a new one
+  }
+  CHECK(acquire("token-2", "lock").rfind("0\n", 0) == 0);
 }
 
 TEST_CASE("a semaphore used with another max_count is an error naming both counts",
