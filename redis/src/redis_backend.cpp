@@ -1,6 +1,7 @@
 #include "redis_backend.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <future>
 #include <random>
 #include <stdexcept>
@@ -15,6 +16,10 @@ namespace dlock::redis::detail {
 namespace {
 
 using clock = std::chrono::steady_clock;
+
+// Appended to a lock's key in plain-key mode, the key of its fencing counter.
+constexpr const char* plain_fence_suffix = ":dlock-fence";
+
 using std::chrono::milliseconds;
 
 std::string milliseconds_argument(std::chrono::nanoseconds duration) {
@@ -153,6 +158,18 @@ acquire_answer read_acquire_answer(const command_result& result) {
   }
 }
 
+namespace {
+
+std::optional<std::uint64_t> parse_counter(const std::string& text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc{} || stop != end) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // A grant, owned by the handle.
 
@@ -244,12 +261,19 @@ class redis_acquire final : public acquire_operation,
                                                           std::vector<command_result> results) {
       std::uint64_t highest = 0;
       std::size_t answered = 0;
-      for (const auto& r : results) {
+      for (auto& r : results) {
         if (r.failure || r.value.is_error()) continue;
-        ++answered;
         if (r.value.type == reply::kind::string) {
-          highest = std::max<std::uint64_t>(highest, std::stoull(r.value.text));
+          // A counter changed behind dlock's back is that node's error, not a throw on the
+          // network thread (which would leave the acquire unanswered).
+          const auto counter = parse_counter(r.value.text);
+          if (!counter) {
+            r.failure = "fencing counter " + self->fence_key_ + " holds no number";
+            continue;
+          }
+          highest = std::max(highest, *counter);
         }
+        ++answered;
       }
       if (answered < self->backend_->majority()) {
         self->attempt_failed(self->backend_->failures(results));
@@ -478,7 +502,14 @@ key_set redis_backend::keys_for(const acquire_request& request) const {
     case primitive::lock:
       if (options_.plain_keys) {
         const std::string key = lock_key(request.name);
-        return {"lock", {key, key + ":dlock-fence"}, key + ":dlock-released"};
+        // Plain keys are the name as is, so a name could be another lock's counter.
+        if (key.ends_with(plain_fence_suffix)) {
+          throw std::invalid_argument(
+              message(std::string("with plain_keys a lock name may not end in '") +
+                          plain_fence_suffix + "' (the fencing counter of the lock without it)",
+                      request.name));
+        }
+        return {"lock", {key, key + plain_fence_suffix}, key + ":dlock-released"};
       }
       return {"lock", {base, base + ":fence"}, base + ":released"};
     case primitive::reader_writer_lock:

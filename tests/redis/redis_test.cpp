@@ -233,6 +233,33 @@ TEST_CASE("lock names map to keys inside one hash tag, braces and '%' escaped", 
   CHECK_THROWS_AS(locks.lock_key(""), std::invalid_argument);
 }
 
+TEST_CASE("a RedLock fencing counter that holds no number is that node's error, never a hang",
+          "[redis][redlock]") {
+  const std::string nodes = redis_test::redlock_endpoint();
+  auto locks = dlock::make_provider(nodes + "?expiry=2s&prefix=" + prefix());
+  const auto name = unique_name("bad-counter");
+  const std::string counter = key_of(name) + ":fence";
+  auto try_acquire = [&] {
+    auto trying = locks->create_lock(name).async_try_acquire(0ms, {}, boost::asio::use_future);
+    REQUIRE(trying.wait_for(10s) == std::future_status::ready);
+    return trying.get();
+  };
+  redis_cli(redis_test::port_of(nodes, 0), {"SET", counter, "not-a-number"});
+  CHECK(try_acquire());  // the two other nodes are a majority
+  redis_cli(redis_test::port_of(nodes, 1), {"SET", counter, "99999999999999999999999"});
+  CHECK_THROWS_WITH(try_acquire(), Catch::Contains("holds no number") && Catch::Contains(counter));
+}
+
+TEST_CASE("with plain keys a lock name that is another lock's fencing counter is refused",
+          "[redis][names]") {
+  auto plain = dlock::make_provider(endpoint() + "?plain_keys=true&prefix=" + prefix());
+  const auto name = unique_name("plain");
+  CHECK_THROWS_WITH(plain->create_lock(name + ":dlock-fence").try_acquire(),
+                    Catch::Contains("dlock-fence") && Catch::Contains(name));
+  auto held = plain->create_lock(name).try_acquire();
+  REQUIRE(held);
+}
+
 TEST_CASE("RedLock fencing tokens rise above every node's counter when the counters diverge",
           "[redis][redlock]") {
   const std::string nodes = redis_test::redlock_endpoint();
