@@ -107,9 +107,11 @@ class connection {
   void command(std::vector<std::string> arguments, reply_handler done);
 
   /// Sends a (UN)SUBSCRIBE whose replies and messages go to `callback` with `privdata`, as
-  /// hiredis routes subscription traffic (connecting first if needed).
+  /// hiredis routes subscription traffic (connecting first if needed). `failed` runs, maybe
+  /// inside this call, if it could not be sent (no connection, refused log-in).
   void subscription_command(std::vector<std::string> arguments,
-                            void (*callback)(redisAsyncContext*, void*, void*), void* privdata);
+                            void (*callback)(redisAsyncContext*, void*, void*), void* privdata,
+                            std::function<void(const std::string&)> failed);
 
   /// Drops the connection now: every command waiting for a reply fails with `why`.
   void drop(const std::string& why);
@@ -198,6 +200,7 @@ class node {
   static void on_subscription_reply(redisAsyncContext* context, void* raw_reply, void* privdata);
   void subscription_reply(const reply& message);
   void subscriber_down();
+  void subscription_failed(const std::string& channel);
   void send_subscription(const char* verb, const std::string& channel);
   void notify(std::vector<std::shared_ptr<channel_listener>> listeners, channel_event event);
 

@@ -137,6 +137,31 @@ TEST_CASE("a RedLock waiter granted after one node's subscription was lost leave
   CHECK(wait_until([&] { return on_every_node({"PUBSUB", "NUMSUB", channel}) == unsubscribed; }));
 }
 
+TEST_CASE("a RedLock waiter subscribes on a node that was down when it began waiting, once the "
+          "node is back",
+          "[redis][redlock][fault]") {
+  const std::string nodes = redis_test::redlock_endpoint();
+  auto holder = dlock::make_provider(url("dlock", nodes));
+  auto waiter = dlock::make_provider(url("dlock", nodes));
+  const auto name = unique_name("redlock-late-sub");
+  const std::string channel = key_of(name) + ":released";
+  auto subscribers_on = [&](std::size_t i) {
+    return redis_cli(port_of(nodes, i), {"PUBSUB", "NUMSUB", channel});
+  };
+
+  support::undo_test_servers_fault restart_first({"restart", "redlock1"});
+  support::test_servers({"kill", "redlock1"});
+  auto held = holder->create_lock(name).acquire(5s);
+  auto waiting = waiter->create_lock(name).async_acquire(30s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return subscribers_on(1) == channel + "\n1"; }));
+  restart_first.now();
+  // The subscription that failed while the node was down is tried again.
+  CHECK(wait_until([&] { return subscribers_on(0) == channel + "\n1"; }));
+  held.release();
+  REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+  CHECK(waiting.get());
+}
+
 TEST_CASE("a server restart while held marks the handle lost, and the lock works after",
           "[redis][fault]") {
   auto holder = dlock::make_provider(url());
