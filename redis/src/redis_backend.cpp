@@ -226,7 +226,9 @@ class redis_acquire final : public acquire_operation,
     boost::asio::post(backend_->network_executor(), [self = shared_from_this()] {
       if (self->finished_) return;
       self->cancelled_ = true;
-      if (!self->attempting_) self->finish(nullptr, nullptr);
+      // Now, not when the try in flight answers (up to a command timeout): settle() gives
+      // back what that try may still win.
+      self->finish(nullptr, nullptr);
     });
   }
 
@@ -259,6 +261,7 @@ class redis_acquire final : public acquire_operation,
     fence_key_ = keys_.keys[1];
     backend_->command_everywhere({"GET", fence_key_}, [self = shared_from_this()](
                                                           std::vector<command_result> results) {
+      if (self->finished_) return;  // stopped meanwhile: propose nothing
       std::uint64_t highest = 0;
       std::size_t answered = 0;
       for (auto& r : results) {
@@ -322,6 +325,10 @@ class redis_acquire final : public acquire_operation,
         const milliseconds hint{answer.value};
         if (!wait_hint || hint < *wait_hint) wait_hint = hint;
       }
+    }
+    if (finished_) {  // stopped while this try was in flight
+      give_back(results, granted);
+      return;
     }
     if (other_max_count) {
       give_back(results, granted);
