@@ -592,8 +592,11 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
       std::rethrow_exception(std::make_exception_ptr(max_count_mismatch(request, answer.value)));
     case acquire_answer::kind::failed:
       // Without a reply it may have been granted all the same: hand it back.
-      boost::asio::post(network_->executor(),
-                        [self = shared_from_this(), keys, token] { self->give_back(keys, token); });
+      // Weakly: a strong reference queued on its own network thread would keep the backend
+      // (and that thread) alive forever.
+      boost::asio::post(network_->executor(), [weak = weak_from_this(), keys, token] {
+        if (auto self = weak.lock()) self->give_back(keys, token);
+      });
       throw connection_error(message(answer.failure, request.name));
     default:
       return nullptr;
