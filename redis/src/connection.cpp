@@ -198,11 +198,16 @@ void connection::command(std::vector<std::string> arguments, reply_handler done)
 
 void connection::subscription_command(std::vector<std::string> arguments,
                                       void (*callback)(redisAsyncContext*, void*, void*),
-                                      void* privdata) {
+                                      void* privdata,
+                                      std::function<void(const std::string&)> failed) {
   if (closing_) return;
-  waiting_.push_back([this, arguments = std::move(arguments), callback,
-                      privdata](const std::string* failure) {
-    if (failure == nullptr) send(arguments, callback, privdata, false);
+  waiting_.push_back([this, arguments = std::move(arguments), callback, privdata,
+                      failed = std::move(failed)](const std::string* failure) {
+    if (failure == nullptr) {
+      send(arguments, callback, privdata, false);
+    } else {
+      failed(*failure);
+    }
   });
   if (state_ == state::ready) {
     became_ready();
@@ -398,12 +403,17 @@ void node::drop(const std::string& why) {
 }
 
 void node::send_subscription(const char* verb, const std::string& name) {
-  subscriber_.subscription_command({verb, name}, &node::on_subscription_reply, this);
+  subscriber_.subscription_command({verb, name}, &node::on_subscription_reply, this,
+                                   [this, name](const std::string&) { subscription_failed(name); });
 }
 
 void node::listen(const std::string& name, const std::shared_ptr<channel_listener>& listener) {
   auto [it, created] = channels_.try_emplace(name);
-  it->second.listeners.push_back(listener);
+  auto& listeners = it->second.listeners;
+  // Listening again is a no-op: a RedLock acquire re-listens on every node after one node's
+  // subscription was lost, and must not be told twice (or kept twice) by the others.
+  if (std::find(listeners.begin(), listeners.end(), listener) != listeners.end()) return;
+  listeners.push_back(listener);
   if (created) {
     send_subscription("SUBSCRIBE", name);
   } else if (it->second.state == subscription::subscribed) {
@@ -458,6 +468,24 @@ void node::subscription_reply(const reply& message) {
       send_subscription("SUBSCRIBE", it->first);
     }
   }
+}
+
+// A (UN)SUBSCRIBE that never reached the server (it was down, or the log-in failed): the
+// channel is forgotten and its listeners hear `lost`, as after subscriber_down(), so that
+// they listen again. Told after a pause, so that a server that stays down is not asked in a
+// tight loop of listen, fail, retry.
+void node::subscription_failed(const std::string& name) {
+  auto it = channels_.find(name);
+  if (it == channels_.end()) return;
+  auto listeners = std::move(it->second.listeners);
+  channels_.erase(it);
+  if (listeners.empty()) return;
+  auto pause = std::make_shared<boost::asio::steady_timer>(executor_);
+  pause->expires_after(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(100),
+                                                          settings_.command_timeout));
+  pause->async_wait([pause, listeners = std::move(listeners)](const boost::system::error_code&) {
+    for (const auto& listener : listeners) listener->on_channel_event(channel_event::lost);
+  });
 }
 
 void node::subscriber_down() {

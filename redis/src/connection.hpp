@@ -107,9 +107,11 @@ class connection {
   void command(std::vector<std::string> arguments, reply_handler done);
 
   /// Sends a (UN)SUBSCRIBE whose replies and messages go to `callback` with `privdata`, as
-  /// hiredis routes subscription traffic (connecting first if needed).
+  /// hiredis routes subscription traffic (connecting first if needed). `failed` runs, maybe
+  /// inside this call, if it could not be sent (no connection, refused log-in).
   void subscription_command(std::vector<std::string> arguments,
-                            void (*callback)(redisAsyncContext*, void*, void*), void* privdata);
+                            void (*callback)(redisAsyncContext*, void*, void*), void* privdata,
+                            std::function<void(const std::string&)> failed);
 
   /// Drops the connection now: every command waiting for a reply fails with `why`.
   void drop(const std::string& why);
@@ -177,7 +179,7 @@ class node {
 
   /// Adds `listener` to `channel`, subscribing if it is the first; it hears `subscribed` once
   /// the server confirmed the subscription, then `released` per message, or `lost` when the
-  /// subscriber connection dropped (the listener is removed then).
+  /// subscriber connection dropped (the listener is removed then). No-op when already listening.
   void listen(const std::string& channel, const std::shared_ptr<channel_listener>& listener);
   /// Removes `listener`; unsubscribes when it was the last. No-op when not listening.
   void unlisten(const std::string& channel, const channel_listener* listener);
@@ -198,6 +200,7 @@ class node {
   static void on_subscription_reply(redisAsyncContext* context, void* raw_reply, void* privdata);
   void subscription_reply(const reply& message);
   void subscriber_down();
+  void subscription_failed(const std::string& channel);
   void send_subscription(const char* verb, const std::string& channel);
   void notify(std::vector<std::shared_ptr<channel_listener>> listeners, channel_event event);
 

@@ -1,6 +1,7 @@
 #include "redis_backend.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <future>
 #include <random>
 #include <stdexcept>
@@ -15,6 +16,10 @@ namespace dlock::redis::detail {
 namespace {
 
 using clock = std::chrono::steady_clock;
+
+// Appended to a lock's key in plain-key mode, the key of its fencing counter.
+constexpr const char* plain_fence_suffix = ":dlock-fence";
+
 using std::chrono::milliseconds;
 
 std::string milliseconds_argument(std::chrono::nanoseconds duration) {
@@ -153,6 +158,18 @@ acquire_answer read_acquire_answer(const command_result& result) {
   }
 }
 
+namespace {
+
+std::optional<std::uint64_t> parse_counter(const std::string& text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc{} || stop != end) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // A grant, owned by the handle.
 
@@ -209,12 +226,15 @@ class redis_acquire final : public acquire_operation,
     boost::asio::post(backend_->network_executor(), [self = shared_from_this()] {
       if (self->finished_) return;
       self->cancelled_ = true;
-      if (!self->attempting_) self->finish(nullptr, nullptr);
+      // Now, not when the try in flight answers (up to a command timeout): settle() gives
+      // back what that try may still win.
+      self->finish(nullptr, nullptr);
     });
   }
 
   void on_channel_event(channel_event event) override {
     if (finished_) return;
+    // Listen again (on every node: listening where already listening is a no-op).
     if (event == channel_event::lost) listening_ = false;
     if (attempting_) {
       again_ = true;  // the attempt in flight may have seen the holder that just left
@@ -241,14 +261,22 @@ class redis_acquire final : public acquire_operation,
     fence_key_ = keys_.keys[1];
     backend_->command_everywhere({"GET", fence_key_}, [self = shared_from_this()](
                                                           std::vector<command_result> results) {
+      if (self->finished_) return;  // stopped meanwhile: propose nothing
       std::uint64_t highest = 0;
       std::size_t answered = 0;
-      for (const auto& r : results) {
+      for (auto& r : results) {
         if (r.failure || r.value.is_error()) continue;
-        ++answered;
         if (r.value.type == reply::kind::string) {
-          highest = std::max<std::uint64_t>(highest, std::stoull(r.value.text));
+          // A counter changed behind dlock's back is that node's error, not a throw on the
+          // network thread (which would leave the acquire unanswered).
+          const auto counter = parse_counter(r.value.text);
+          if (!counter) {
+            r.failure = "fencing counter " + self->fence_key_ + " holds no number";
+            continue;
+          }
+          highest = std::max(highest, *counter);
         }
+        ++answered;
       }
       if (answered < self->backend_->majority()) {
         self->attempt_failed(self->backend_->failures(results));
@@ -298,8 +326,12 @@ class redis_acquire final : public acquire_operation,
         if (!wait_hint || hint < *wait_hint) wait_hint = hint;
       }
     }
+    if (finished_) {  // stopped while this try was in flight
+      give_back(results, granted);
+      return;
+    }
     if (other_max_count) {
-      give_back_partial(granted);
+      give_back(results, granted);
       finish(std::make_exception_ptr(backend_->max_count_mismatch(request_, *other_max_count)),
              nullptr);
       return;
@@ -309,7 +341,7 @@ class redis_acquire final : public acquire_operation,
       grant(deadline, fencing_token);
       return;
     }
-    give_back_partial(granted);
+    give_back(results, granted);
     if (answered < backend_->quorum(keys_)) {
       attempt_failed(odd_reply.empty() ? backend_->failures(results) : odd_reply);
       return;
@@ -330,11 +362,12 @@ class redis_acquire final : public acquire_operation,
     finish(nullptr, std::move(granted));
   }
 
-  // RedLock: a minority of grants is handed back at once, so that the next try can win.
-  void give_back_partial(std::size_t granted) {
-    if (granted == 0) return;
-    backend_->eval_everywhere(release_script(), keys_, {token_, keys_.kind, keys_.channel},
-                              [](std::vector<command_result>) {});
+  // A try that did not win hands back at once what it may hold (a RedLock minority of grants,
+  // or a grant whose reply was lost), so that the next try, ours or another's, can win.
+  void give_back(const std::vector<command_result>& results, std::size_t granted) {
+    const bool unanswered =
+        std::any_of(results.begin(), results.end(), [](const auto& r) { return r.failure; });
+    if (granted > 0 || unanswered) backend_->give_back(keys_, token_);
   }
 
   void not_granted(milliseconds wait_hint) {
@@ -394,10 +427,10 @@ class redis_acquire final : public acquire_operation,
     finished_ = true;
     attempting_ = false;
     wait_timer_.cancel();
-    if (listening_) {
-      for (std::size_t i = 0; i < backend_->node_count(); ++i) {
-        backend_->node_at(i).unlisten(keys_.channel, this);
-      }
+    // On every node, whatever listening_ says: after one RedLock node's subscription was lost
+    // (listening_ reset), the others still hold this operation (a no-op where it is absent).
+    for (std::size_t i = 0; i < backend_->node_count(); ++i) {
+      backend_->node_at(i).unlisten(keys_.channel, this);
     }
     if (queued_writer_ && !granted) {
       // Leave the writers' queue, so readers held back by it may go on.
@@ -476,7 +509,14 @@ key_set redis_backend::keys_for(const acquire_request& request) const {
     case primitive::lock:
       if (options_.plain_keys) {
         const std::string key = lock_key(request.name);
-        return {"lock", {key, key + ":dlock-fence"}, key + ":dlock-released"};
+        // Plain keys are the name as is, so a name could be another lock's counter.
+        if (key.ends_with(plain_fence_suffix)) {
+          throw std::invalid_argument(
+              message(std::string("with plain_keys a lock name may not end in '") +
+                          plain_fence_suffix + "' (the fencing counter of the lock without it)",
+                      request.name));
+        }
+        return {"lock", {key, key + plain_fence_suffix}, key + ":dlock-released"};
       }
       return {"lock", {base, base + ":fence"}, base + ":released"};
     case primitive::reader_writer_lock:
@@ -551,6 +591,12 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
     case acquire_answer::kind::other_max_count:
       std::rethrow_exception(std::make_exception_ptr(max_count_mismatch(request, answer.value)));
     case acquire_answer::kind::failed:
+      // Without a reply it may have been granted all the same: hand it back.
+      // Weakly: a strong reference queued on its own network thread would keep the backend
+      // (and that thread) alive forever.
+      boost::asio::post(network_->executor(), [weak = weak_from_this(), keys, token] {
+        if (auto self = weak.lock()) self->give_back(keys, token);
+      });
       throw connection_error(message(answer.failure, request.name));
     default:
       return nullptr;
@@ -563,6 +609,29 @@ std::invalid_argument redis_backend::max_count_mismatch(const acquire_request& r
                                            std::to_string(request.max_count) + " here but " +
                                            std::to_string(stored) + " by its holders",
                                        request.name));
+}
+
+void redis_backend::give_back(const key_set& keys, const std::string& token) {
+  const auto until = clock::now() + options_.expiry;
+  for (std::size_t i = 0; i < nodes_.size(); ++i) give_back_on(i, keys, token, until);
+}
+
+// A node that does not answer (paused, restarting) may still hold the grant and answer later:
+// try again until the grant would have expired anyway, or the provider is gone.
+void redis_backend::give_back_on(std::size_t i, const key_set& keys, const std::string& token,
+                                 clock::time_point until) {
+  std::weak_ptr<redis_backend> weak = shared_from_this();
+  eval(i, release_script(), keys, {token, keys.kind, keys.channel},
+       [weak, i, keys, token, until](command_result result) {
+         auto self = weak.lock();
+         if (!self || !result.failure || clock::now() >= until) return;
+         auto timer = std::make_shared<boost::asio::steady_timer>(self->network_executor());
+         timer->expires_after(std::min<std::chrono::nanoseconds>(milliseconds(100),
+                                                                 self->options_.command_timeout));
+         timer->async_wait([weak, timer, i, keys, token, until](const boost::system::error_code&) {
+           if (auto again = weak.lock()) again->give_back_on(i, keys, token, until);
+         });
+       });
 }
 
 void redis_backend::eval_everywhere(const script& which, const key_set& keys,

@@ -113,6 +113,12 @@ class redis_backend final : public dlock::backend,
   /// Runs `script` on every node at once; `done` gets every node's result. On the network thread.
   void eval_everywhere(const script& which, const key_set& keys,
                        const std::vector<std::string>& arguments, fan_out_handler done);
+  /// Releases whatever `token` may hold under `keys` on every node, answered or not (a try that
+  /// did not win, or whose reply was lost), again while a node gives no reply, until the grant
+  /// would have expired. On the network thread.
+  void give_back(const key_set& keys, const std::string& token);
+  void give_back_on(std::size_t i, const key_set& keys, const std::string& token,
+                    std::chrono::steady_clock::time_point until);
   /// Sends `arguments` to every node at once. On the network thread.
   void command_everywhere(const std::vector<std::string>& arguments, fan_out_handler done);
 

@@ -13,6 +13,12 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- A set (or the semaphore's max_count) is shared by holders whose providers may have other
+-- expiries: its key's TTL only ever grows, so that one holder's short expiry never cuts another's
+-- entry short. A set just made by ZADD has no TTL yet (-1) and gets one here.
+local function lengthen(key, ms)
+  if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
+end
 )lua";
 
 // KEYS: lock: {key, fence}; read/write: {writer, fence, readers, waiting writers};
@@ -29,11 +35,37 @@ local function fence()
   redis.call('SET', KEYS[2], proposal)
   return proposal
 end
+-- Granted already to this token (the reply to an earlier try was lost, and the acquire tries
+-- again with the same token): granted again, with a fresh lease; a single server's counter is
+-- not raised again (the lost reply's token), RedLock's is set to the new proposal.
+local function again()
+  if proposal == 0 then return {1, tonumber(redis.call('GET', KEYS[2]) or '0')} end
+  return {1, fence()}
+end
+if kind == 'lock' or kind == 'write' then
+  if redis.call('GET', KEYS[1]) == token then
+    redis.call('PEXPIRE', KEYS[1], expiry)
+    if kind == 'write' then redis.call('ZREM', KEYS[4], token) end
+    return again()
+  end
+end
 if kind == 'lock' then
   if redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then return {1, fence()} end
   return {0, redis.call('PTTL', KEYS[1])}
 end
 local now = now_ms()
+local function held_in(set)
+  local score = redis.call('ZSCORE', set, token)
+  if not score or tonumber(score) <= now then return false end
+  redis.call('ZADD', set, 'XX', now + expiry, token)
+  lengthen(set, expiry)
+  return true
+end
+if kind == 'sem' and held_in(KEYS[1]) then
+  lengthen(KEYS[3], expiry)
+  return again()
+end
+if kind == 'read' and held_in(KEYS[3]) then return again() end
 local function first_expiry(set)
   local first = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
   if first[2] then return tonumber(first[2]) - now end
@@ -50,8 +82,8 @@ if kind == 'sem' then
   end
   if count < max_count then
     redis.call('ZADD', KEYS[1], now + expiry, token)
-    redis.call('PEXPIRE', KEYS[1], expiry)
-    redis.call('PEXPIRE', KEYS[3], expiry)
+    lengthen(KEYS[1], expiry)
+    lengthen(KEYS[3], expiry)
     return {1, fence()}
   end
   return {0, first_expiry(KEYS[1])}
@@ -62,7 +94,7 @@ local writer_ttl = redis.call('PTTL', KEYS[1])
 if kind == 'read' then
   if writer_ttl == -2 and redis.call('ZCARD', KEYS[4]) == 0 then
     redis.call('ZADD', KEYS[3], now + expiry, token)
-    redis.call('PEXPIRE', KEYS[3], expiry)
+    lengthen(KEYS[3], expiry)
     return {1, fence()}
   end
   if writer_ttl >= 0 then return {0, writer_ttl} end
@@ -75,7 +107,7 @@ if writer_ttl == -2 and redis.call('ZCARD', KEYS[3]) == 0 then
 end
 if ARGV[6] == '1' then
   redis.call('ZADD', KEYS[4], now + expiry, token)
-  redis.call('PEXPIRE', KEYS[4], expiry)
+  lengthen(KEYS[4], expiry)
 end
 if writer_ttl >= 0 then return {0, writer_ttl} end
 return {0, first_expiry(KEYS[3])}
@@ -116,8 +148,8 @@ if kind == 'read' then set = KEYS[3] end
 local score = redis.call('ZSCORE', set, token)
 if not score or tonumber(score) <= now then return 0 end
 redis.call('ZADD', set, 'XX', now + expiry, token)
-redis.call('PEXPIRE', set, expiry)
-if kind == 'sem' then redis.call('PEXPIRE', KEYS[3], expiry) end
+lengthen(set, expiry)
+if kind == 'sem' then lengthen(KEYS[3], expiry) end
 return 1
 )lua";
 

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <future>
+#include <thread>
 
 #include <boost/asio/use_future.hpp>
 #include <dlock/dlock.hpp>
@@ -109,6 +110,59 @@ TEST_CASE("a waiter whose connections are killed reconnects and is granted on re
   CHECK(waiting.get());
 }
 
+TEST_CASE("a RedLock waiter granted after one node's subscription was lost leaves no "
+          "subscription on any node",
+          "[redis][redlock][fault]") {
+  const std::string nodes = redis_test::redlock_endpoint();
+  const auto client = unique_name("redlock-waiter");
+  auto waiter = dlock::make_provider(url(client, nodes));
+  const auto name = unique_name("redlock-lost-sub");
+  const std::string channel = key_of(name) + ":released";
+  auto on_every_node = [&](std::vector<std::string> arguments) {
+    std::vector<std::string> replies;
+    for (std::size_t i = 0; i < 3; ++i) replies.push_back(redis_cli(port_of(nodes, i), arguments));
+    return replies;
+  };
+  const std::vector<std::string> subscribed(3, channel + "\n1");
+  const std::vector<std::string> unsubscribed(3, channel + "\n0");
+
+  on_every_node({"SET", key_of(name), "someone-else", "PX", "60000"});
+  auto waiting = waiter->create_lock(name).async_acquire(30s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return on_every_node({"PUBSUB", "NUMSUB", channel}) == subscribed; }));
+  // Freed without a message; then node 1's subscription goes, and the retry it causes wins.
+  on_every_node({"DEL", key_of(name)});
+  support::test_servers({"kill-connections", "redlock1", client});
+  REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+  auto held = waiting.get();
+  CHECK(held);
+  CHECK(wait_until([&] { return on_every_node({"PUBSUB", "NUMSUB", channel}) == unsubscribed; }));
+}
+
+TEST_CASE("a RedLock waiter subscribes on a node that was down when it began waiting, once the "
+          "node is back",
+          "[redis][redlock][fault]") {
+  const std::string nodes = redis_test::redlock_endpoint();
+  auto holder = dlock::make_provider(url("dlock", nodes));
+  auto waiter = dlock::make_provider(url("dlock", nodes));
+  const auto name = unique_name("redlock-late-sub");
+  const std::string channel = key_of(name) + ":released";
+  auto subscribers_on = [&](std::size_t i) {
+    return redis_cli(port_of(nodes, i), {"PUBSUB", "NUMSUB", channel});
+  };
+
+  support::undo_test_servers_fault restart_first({"restart", "redlock1"});
+  support::test_servers({"kill", "redlock1"});
+  auto held = holder->create_lock(name).acquire(5s);
+  auto waiting = waiter->create_lock(name).async_acquire(30s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return subscribers_on(1) == channel + "\n1"; }));
+  restart_first.now();
+  // The subscription that failed while the node was down is tried again.
+  CHECK(wait_until([&] { return subscribers_on(0) == channel + "\n1"; }));
+  held.release();
+  REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+  CHECK(waiting.get());
+}
+
 TEST_CASE("a server restart while held marks the handle lost, and the lock works after",
           "[redis][fault]") {
   auto holder = dlock::make_provider(url());
@@ -157,6 +211,53 @@ TEST_CASE("a server paused past the expiry marks the handle lost, and acquires f
   CHECK(std::chrono::steady_clock::now() - start < 2s);
   resume.now();
   held.release();
+}
+
+TEST_CASE("a try whose reply is lost to a paused server gives the grant back once it answers",
+          "[redis][fault]") {
+  auto locks = dlock::make_provider(endpoint() + "?expiry=60s&command_timeout=300ms&prefix=" +
+                                    prefix());
+  const auto name = unique_name("lost-reply");
+  // Both connections (the caller's blocking one, the network thread's) logged in beforehand,
+  // so that the tries themselves reach the paused server.
+  REQUIRE(locks->create_lock(name).try_acquire());
+  REQUIRE(locks->create_lock(name).async_try_acquire(100ms, {}, boost::asio::use_future).get());
+  support::undo_test_servers_fault resume({"resume", "redis"});
+  support::test_servers({"pause", "redis"});
+  // The try is sent, then abandoned after the command timeout: the paused server grants it
+  // once resumed, with nobody to hear.
+  CHECK_THROWS_AS(locks->create_lock(name).try_acquire(), dlock::connection_error);
+  auto waiting = locks->create_lock(name).async_try_acquire(100ms, {}, boost::asio::use_future);
+  REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
+  // Its 100 ms ran out before the 300 ms command timeout: not acquired, the try still in flight.
+  CHECK_FALSE(waiting.get());
+  resume.now();
+  // Given back, rather than held until its 60 s expiry.
+  CHECK(wait_until([&] { return redis_cli({"EXISTS", key_of(name)}) == "0"; }));
+  CHECK(dlock::make_provider(url())->create_lock(name).try_acquire());
+}
+
+TEST_CASE("a stop request while a try is in flight ends the acquire at once, and what the try "
+          "wins is given back",
+          "[redis][fault][cancel]") {
+  auto locks = dlock::make_provider(endpoint() + "?expiry=60s&command_timeout=5s&prefix=" +
+                                    prefix());
+  const auto name = unique_name("stop-in-flight");
+  REQUIRE(locks->create_lock(name).async_try_acquire(100ms, {}, boost::asio::use_future).get());
+  support::undo_test_servers_fault resume({"resume", "redis"});
+  support::test_servers({"pause", "redis"});
+  std::stop_source stop;
+  auto waiting = locks->create_lock(name).async_try_acquire(60s, stop.get_token(),
+                                                             boost::asio::use_future);
+  // Time for the try to reach the paused server. Were it not there yet, the stop would end the
+  // wait at once anyway: this pause can only make the test pass without proving, never fail.
+  std::this_thread::sleep_for(300ms);
+  stop.request_stop();
+  // Not after the 5 s command timeout.
+  REQUIRE(waiting.wait_for(2s) == std::future_status::ready);
+  CHECK_FALSE(waiting.get());
+  resume.now();
+  CHECK(wait_until([&] { return redis_cli({"EXISTS", key_of(name)}) == "0"; }));
 }
 
 TEST_CASE("RedLock locks work with one node down and semaphores do not; with two down it is a "

@@ -8,6 +8,7 @@
 #include <dlock/dlock.hpp>
 
 #include "redis_test_support.hpp"
+#include "scripts.hpp"
 
 using namespace std::chrono_literals;
 using redis_test::endpoint;
@@ -129,6 +130,44 @@ TEST_CASE("released grants leave no keys but the fencing counter", "[redis]") {
   CHECK(redis_cli({"--scan", "--pattern", tag + "*"}) == tag + ":fence");
 }
 
+TEST_CASE("a short-expiry holder never shortens the TTL of a set another holder is in",
+          "[redis][rw][semaphore]") {
+  auto long_expiry = dlock::make_provider(endpoint() + "?expiry=60s&prefix=" + prefix());
+  auto short_expiry = dlock::make_provider(endpoint() + "?expiry=1s&prefix=" + prefix());
+  const auto name = unique_name("mixed-expiry");
+  const std::string tag = prefix() + "{" + name + "}";
+  auto ttl_of = [](const std::string& key) { return std::stoll(redis_cli({"PTTL", key})); };
+
+  auto reader = long_expiry->create_reader_writer_lock(name).acquire_read(5s);
+  short_expiry->create_reader_writer_lock(name).acquire_read(5s).release();
+  // Were the readers' set cut to 1s, it would vanish and a writer would join the reader above.
+  CHECK(ttl_of(tag + ":rw:readers") > 30'000);
+
+  auto slot = long_expiry->create_semaphore(name, 2).acquire(5s);
+  short_expiry->create_semaphore(name, 2).acquire(5s).release();
+  CHECK(ttl_of(tag + ":sem") > 30'000);
+  CHECK(ttl_of(tag + ":sem:max") > 30'000);
+}
+
+TEST_CASE("the acquire script grants a token again that already holds the grant",
+          "[redis][rw][semaphore]") {
+  // What an acquire does after the reply to a granted try was lost: it tries again with the
+  // same token, and must not wait for its own grant to expire.
+  const std::string tag = prefix() + "{" + unique_name("again") + "}";
+  const std::string& source = dlock::redis::detail::acquire_script().source;
+  auto acquire = [&](const std::string& token, const std::string& kind) {
+    const std::string base = tag + ":" + kind;  // one key set per kind
+    return redis_cli({"EVAL", source, "4", base, base + ":fence", base + ":set", base + ":queue",
+                      token, "60000", kind, "0", "2", "0"});
+  };
+  for (const std::string kind : {"lock", "write", "read", "sem"}) {
+    const std::string first = acquire("token-1", kind);
+    REQUIRE(first.rfind("1\n", 0) == 0);
+    CHECK(acquire("token-1", kind) == first);  // the same fencing token, not a new one
+  }
+  CHECK(acquire("token-2", "lock").rfind("0\n", 0) == 0);
+}
+
 TEST_CASE("a semaphore used with another max_count is an error naming both counts",
           "[redis][semaphore]") {
   auto locks = dlock::make_provider(url());
@@ -192,6 +231,33 @@ TEST_CASE("lock names map to keys inside one hash tag, braces and '%' escaped", 
   dlock::redis::provider plain({.servers = {{"127.0.0.1", 6379}}, .key_prefix = "", .plain_keys = true});
   CHECK(plain.lock_key("a}b") == "a}b");
   CHECK_THROWS_AS(locks.lock_key(""), std::invalid_argument);
+}
+
+TEST_CASE("a RedLock fencing counter that holds no number is that node's error, never a hang",
+          "[redis][redlock]") {
+  const std::string nodes = redis_test::redlock_endpoint();
+  auto locks = dlock::make_provider(nodes + "?expiry=2s&prefix=" + prefix());
+  const auto name = unique_name("bad-counter");
+  const std::string counter = key_of(name) + ":fence";
+  auto try_acquire = [&] {
+    auto trying = locks->create_lock(name).async_try_acquire(0ms, {}, boost::asio::use_future);
+    REQUIRE(trying.wait_for(10s) == std::future_status::ready);
+    return trying.get();
+  };
+  redis_cli(redis_test::port_of(nodes, 0), {"SET", counter, "not-a-number"});
+  CHECK(try_acquire());  // the two other nodes are a majority
+  redis_cli(redis_test::port_of(nodes, 1), {"SET", counter, "99999999999999999999999"});
+  CHECK_THROWS_WITH(try_acquire(), Catch::Contains("holds no number") && Catch::Contains(counter));
+}
+
+TEST_CASE("with plain keys a lock name that is another lock's fencing counter is refused",
+          "[redis][names]") {
+  auto plain = dlock::make_provider(endpoint() + "?plain_keys=true&prefix=" + prefix());
+  const auto name = unique_name("plain");
+  CHECK_THROWS_WITH(plain->create_lock(name + ":dlock-fence").try_acquire(),
+                    Catch::Contains("dlock-fence") && Catch::Contains(name));
+  auto held = plain->create_lock(name).try_acquire();
+  REQUIRE(held);
 }
 
 TEST_CASE("RedLock fencing tokens rise above every node's counter when the counters diverge",
