@@ -190,3 +190,37 @@ TEST_CASE("a wait withdrawn while the server is down ends at once, and its node 
   CHECK_FALSE(outcome.has_value());
   CHECK(wait_until([&] { return queue_length() == 1; }, 30s));
 }
+
+TEST_CASE("a wait withdrawn while its create is unanswered (server paused) ends at once, and "
+          "its node is deleted once the server answers",
+          "[zookeeper][fault][cancel]") {
+  const std::string base = "/" + unique_name("dlock-withdraw-paused");
+  auto waiter = make_zookeeper(standalone_url(), base, 20s);
+  const std::string parent = waiter->lock_node_path("x");
+  std::stop_source stop;
+  std::optional<dlock::lock_handle> outcome;
+  std::string error;
+  {
+    support::undo_test_servers_fault resume({"resume", "zookeeper"});
+    support::test_servers({"pause", "zookeeper"});
+    std::thread waiting([&] {
+      try {
+        outcome = waiter->create_lock("x").try_acquire(60s, stop.get_token());
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    });
+    // Setup only: lets the create reach the (paused) server; the stop must end the wait at
+    // once however long the create stays unanswered.
+    std::this_thread::sleep_for(300ms);
+    const auto stopped_at = std::chrono::steady_clock::now();
+    stop.request_stop();
+    waiting.join();
+    CHECK(std::chrono::steady_clock::now() - stopped_at < 1s);
+    resume.now();
+  }
+  CHECK(error.empty());
+  CHECK_FALSE(outcome.has_value());
+  support::zookeeper_session session(support::zookeeper_hosts(standalone_url()));
+  CHECK(wait_until([&] { return session.children(parent).empty(); }, 30s));
+}

@@ -90,7 +90,8 @@ class zookeeper_acquire final : public acquire_operation,
         request_(std::move(request)),
         done_(std::move(done)),
         executor_(backend_->executor()),
-        abandon_timer_(executor_) {
+        abandon_timer_(executor_),
+        stop_timer_(executor_) {
     const std::string node = backend_->node_of(request_.name);
     if (request_.kind == primitive::semaphore) {
       stages_.push_back({node + "/locks", lock_marker});
@@ -403,8 +404,16 @@ class zookeeper_acquire final : public acquire_operation,
 
   void on_cancel() {
     cancelled_ = true;
-    if (finished_ || calls_out_ > 0) return;  // the call out cleans up when it returns
-    abandon();
+    if (finished_) return;
+    if (calls_out_ == 0) return abandon();
+    // The call out (it may be creating our node) cleans up when it answers, which may take
+    // up to a session timeout when the server stalls; a stop request must end the wait
+    // promptly all the same, so the caller hears after abandon_wait at most.
+    stop_timer_.expires_after(abandon_wait);
+    stop_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || self->finished_ || self->reported_) return;
+      self->report(nullptr, nullptr);
+    });
   }
 
   /// Deletes our nodes, then completes with no lease.
@@ -449,9 +458,23 @@ class zookeeper_acquire final : public acquire_operation,
   void finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
     finished_ = true;
     abandon_timer_.cancel();
-    auto done = std::move(done_);
+    stop_timer_.cancel();
+    if (reported_) {
+      // The caller was told "not acquired" already: a late grant's node is deleted with the
+      // lease here, before the backend goes.
+      granted.reset();
+      backend_.reset();
+      return;
+    }
     // As in core: let the caller, not this op, hold the last reference to the backend.
     backend_.reset();
+    report(std::move(error), std::move(granted));
+  }
+
+  /// Completes the acquire for the caller (once); cleanup may still go on after it.
+  void report(std::exception_ptr error, std::unique_ptr<lease> granted) {
+    reported_ = true;
+    auto done = std::move(done_);
     done(std::move(error), std::move(granted));
   }
 
@@ -460,6 +483,7 @@ class zookeeper_acquire final : public acquire_operation,
   acquire_completion done_;
   boost::asio::any_io_executor executor_;
   boost::asio::steady_timer abandon_timer_;
+  boost::asio::steady_timer stop_timer_;  // a stop request's answer while a call is out
   std::vector<stage> stages_;
   std::size_t stage_index_ = 0;
   std::uint64_t watch_id_ = 0;
@@ -472,6 +496,7 @@ class zookeeper_acquire final : public acquire_operation,
   bool waiting_ = false;
   bool cancelled_ = false;
   bool finished_ = false;
+  bool reported_ = false;  // the caller has its answer (a stop request answered early)
 };
 
 namespace {
