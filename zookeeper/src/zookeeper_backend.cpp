@@ -952,6 +952,14 @@ void zookeeper_backend::watch_held(std::uint64_t held_id, const std::string& nod
   // case that matters: one wake-up of the provider's thread less per grant.
   exists(node,
          [weak = weak_from_this(), executor = io_->executor(), held_id, node](zk_reply reply) {
+           if (reply.rc == ZCONNECTIONLOSS || reply.rc == ZOPERATIONTIMEOUT) {
+             // The watch was not set: set it again once connected, or a later deletion of our
+             // node would never be reported as lost.
+             boost::asio::post(executor, [weak, held_id, node] {
+               if (auto self = weak.lock()) self->watch_held_when_connected(held_id, node);
+             });
+             return;
+           }
            // Deleted between the grant and this watch (broken at once, or the session ended).
            if (reply.rc != ZNONODE && !is_session_gone(reply.rc)) return;
            boost::asio::post(executor, [weak, held_id, node] {
@@ -961,6 +969,22 @@ void zookeeper_backend::watch_held(std::uint64_t held_id, const std::string& nod
          &on_change, &watch_id, true);
   std::lock_guard lock(held_mutex_);
   if (auto it = held_.find(held_id); it != held_.end()) it->second.watch_route = watch_id;
+}
+
+void zookeeper_backend::watch_held_when_connected(std::uint64_t held_id,
+                                                  const std::string& node) {
+  {
+    std::lock_guard lock(held_mutex_);
+    auto it = held_.find(held_id);
+    if (it == held_.end()) return;  // released meanwhile
+    drop_route(it->second.watch_route);  // that watch never reached the server
+    it->second.watch_route = 0;
+  }
+  // Disconnected for too long instead: every held lease is marked lost by the session clock.
+  when_connected([weak = weak_from_this(), held_id, node](std::exception_ptr error) {
+    if (error) return;
+    if (auto self = weak.lock()) self->watch_held(held_id, node);
+  });
 }
 
 void zookeeper_backend::on_held_node_event(std::uint64_t held_id, const std::string& node,

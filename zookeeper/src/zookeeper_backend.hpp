@@ -89,6 +89,7 @@ class zookeeper_backend final : public dlock::backend,
   void remove_held(std::uint64_t id);
   /// Watches a held lease's node: deleted (or its session ended), the lease is lost.
   void watch_held(std::uint64_t held_id, const std::string& node);
+  void watch_held_when_connected(std::uint64_t held_id, const std::string& node);
   /// Deletes a released lease's node: waits (off the io thread) up to a session timeout for
   /// the answer. Throws connection_error when it could not be confirmed.
   void remove_released(const std::string& path, std::string_view name);
