@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include <dlock/core/provider_url.hpp>
+#include <dlock/core/backend/provider_url.hpp>
 
 namespace dlock::cli {
 

@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include <dlock/core/errors.hpp>
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 #include "lock_service.hpp"
 

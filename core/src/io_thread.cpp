@@ -1,4 +1,4 @@
-#include <dlock/core/io_thread.hpp>
+#include <dlock/core/backend/io_thread.hpp>
 
 #include <exception>
 #include <iostream>

@@ -4,7 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "lock_service.hpp"
+#include "held_lock.hpp"
 
 namespace dlock {
 

@@ -1,4 +1,4 @@
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 #include <cstdint>
 #include <algorithm>

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 #include "lock_service.hpp"
 

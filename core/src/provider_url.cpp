@@ -1,4 +1,4 @@
-#include <dlock/core/provider_url.hpp>
+#include <dlock/core/backend/provider_url.hpp>
 
 #include <dlock/core/provider.hpp>
 

@@ -15,7 +15,7 @@
 #include <boost/asio/post.hpp>
 
 #include <dlock/core/errors.hpp>
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 namespace dlock::file::detail {
 
@@ -139,7 +139,7 @@ class file_acquire final : public acquire_operation,
   }
 
   /// The slots of the semaphore not held now. Throws as try_once.
-  std::uint32_t free_slots() {
+  std::uint32_t current_count() {
     try {
       check_count();
       const auto held = flocked_files();
@@ -162,11 +162,7 @@ class file_acquire final : public acquire_operation,
     count_fd_ = open_lock_file(count_file_);
     const std::uint32_t stored = check_semaphore_count(count_fd_.get(), request_.max_count);
     if (stored != request_.max_count) {
-      throw std::invalid_argument("dlock: file " + backend_->endpoint() + ": semaphore '" +
-                                  naming::quote_for_message(request_.name) +
-                                  "' is used with max_count " +
-                                  std::to_string(request_.max_count) + " here but " +
-                                  std::to_string(stored) + " in " + count_file_.string());
+      throw backend_->max_count_mismatch(request_, stored, count_file_.string());
     }
   }
 
@@ -216,7 +212,7 @@ class file_acquire final : public acquire_operation,
 };
 
 file_backend::file_backend(const options& opts)
-    : options_(opts), io_(std::make_unique<io_thread>()) {
+    : options_(opts) {
   if (opts.directory.empty()) {
     throw std::invalid_argument("dlock: file provider: option 'directory' must not be empty");
   }
@@ -245,10 +241,9 @@ file_backend::file_backend(const options& opts)
 file_backend::~file_backend() {
   // The thread must stop before the objects its handlers use go away, and the I/O objects
   // must go before the io_context they are registered with.
-  io_->stop();
+  io().stop();
   monitor_timer_.reset();
   events_.reset();
-  io_.reset();
 }
 
 void file_backend::watch_directory(std::uint32_t events) {
@@ -260,7 +255,7 @@ void file_backend::watch_directory(std::uint32_t events) {
 
 void file_backend::start() {
   // Weak: a provider dropped at once must be shut down by its owner's thread, not this one.
-  boost::asio::post(io_->executor(), [weak = weak_from_this()] {
+  boost::asio::post(io().executor(), [weak = weak_from_this()] {
     auto self = weak.lock();
     if (!self) return;
     const int events_fd = ::fcntl(self->inotify_.get(), F_DUPFD_CLOEXEC, 0);
@@ -270,9 +265,9 @@ void file_backend::start() {
               "dlock: file " + self->endpoint() + ": cannot watch the lock directory: " +
               std::strerror(errno) + "; waiters fall back to retry_period")));
     } else {
-      self->events_.emplace(self->io_->executor(), events_fd);
+      self->events_.emplace(self->io().executor(), events_fd);
     }
-    self->monitor_timer_.emplace(self->io_->executor());
+    self->monitor_timer_.emplace(self->io().executor());
     self->wait_for_events();
     self->schedule_monitor();
   });
@@ -369,9 +364,9 @@ std::string file_backend::semaphore_file_name(std::string_view name) const {
   return naming::escape_segment(name, max_escaped_bytes, true) + ".semaphore";
 }
 
-std::optional<std::uint32_t> file_backend::free_slots(const acquire_request& request) {
+std::optional<std::uint32_t> file_backend::current_count(const acquire_request& request) {
   file_acquire probe(shared_from_this(), request, [](std::exception_ptr, std::unique_ptr<lease>) {});
-  return probe.free_slots();
+  return probe.current_count();
 }
 
 std::unique_ptr<lease> file_backend::try_acquire_inline(const acquire_request& request) {

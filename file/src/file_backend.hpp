@@ -12,8 +12,7 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <dlock/core/backend.hpp>
-#include <dlock/core/io_thread.hpp>
+#include <dlock/core/backend/backend.hpp>
 #include <dlock/file/provider.hpp>
 
 #include "lock_files.hpp"
@@ -34,16 +33,14 @@ class file_backend final : public dlock::backend,
 
   std::string_view scheme() const noexcept override { return "file"; }
   std::string endpoint() const override { return directory_.string(); }
-  boost::asio::any_io_executor executor() const override { return io_->executor(); }
-  bool running_in_this_thread() const noexcept override { return io_->running_in_this_thread(); }
   bool acquires_inline() const noexcept override { return true; }
-  std::optional<std::uint32_t> free_slots(const acquire_request& request) override;
+  std::optional<std::uint32_t> current_count(const acquire_request& request) override;
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
 
   /// Starts the watch and the monitor; called once the backend is owned by a shared_ptr.
-  void start();
+  void start() override;
 
   const std::filesystem::path& directory() const noexcept { return directory_; }
   const options& settings() const noexcept { return options_; }
@@ -67,7 +64,6 @@ class file_backend final : public dlock::backend,
 
   options options_;
   std::filesystem::path directory_;
-  std::unique_ptr<io_thread> io_;
   unique_fd inotify_;
   std::optional<boost::asio::posix::stream_descriptor> events_;
   std::optional<boost::asio::steady_timer> monitor_timer_;

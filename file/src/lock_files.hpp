@@ -10,7 +10,7 @@
 #include <utility>
 #include <string>
 
-#include <dlock/core/backend.hpp>
+#include <dlock/core/backend/backend.hpp>
 
 namespace dlock::file::detail {
 

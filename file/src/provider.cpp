@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include <dlock/core/naming.hpp>
-#include <dlock/core/provider_url.hpp>
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/backend/provider_url.hpp>
 
 #include "file_backend.hpp"
 
@@ -19,11 +19,8 @@ std::shared_ptr<detail::file_backend> make_backend(const options& opts) {
 
 provider::provider(options opts) : provider(make_backend(opts), opts.on_error) {}
 
-// Started only once core has attached the provider's counters and error hook to it.
 provider::provider(std::shared_ptr<detail::file_backend> backend, error_handler on_error)
-    : dlock::provider(backend, std::move(on_error)), backend_(std::move(backend)) {
-  backend_->start();
-}
+    : dlock::provider(backend, std::move(on_error)), backend_(std::move(backend)) {}
 
 std::filesystem::path provider::lock_file_path(std::string_view name) const {
   naming::validate_name(name);

@@ -5,7 +5,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 namespace dlock::memory::detail {
 
@@ -144,7 +144,7 @@ std::unique_ptr<lease> memory_domain::try_now(const acquire_request& request) {
   return nullptr;
 }
 
-std::uint32_t memory_domain::free_slots(const acquire_request& request) {
+std::uint32_t memory_domain::current_count(const acquire_request& request) {
   std::lock_guard lock(mutex_);
   auto it = resources_.find(key_of(request));
   if (it == resources_.end()) return request.max_count;
@@ -256,9 +256,9 @@ void memory_domain::break_name(const std::string& name) {
 }
 
 memory_backend::memory_backend(const std::string& domain)
-    : domain_(memory_domain::named(domain)), io_(std::make_unique<io_thread>()) {}
+    : domain_(memory_domain::named(domain)) {}
 
-memory_backend::~memory_backend() { io_->stop(); }
+memory_backend::~memory_backend() { io().stop(); }
 
 std::string memory_backend::endpoint() const {
   return domain_->name().empty() ? "(default domain)" : domain_->name();

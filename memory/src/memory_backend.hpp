@@ -9,9 +9,8 @@
 #include <string>
 #include <vector>
 
-#include <dlock/core/backend.hpp>
-#include <dlock/core/io_thread.hpp>
-#include <dlock/core/lease.hpp>
+#include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/lease.hpp>
 
 namespace dlock::memory::detail {
 
@@ -34,7 +33,7 @@ class memory_domain : public std::enable_shared_from_this<memory_domain> {
   /// Grants, fails or queues `op` (returns true when queued); its completion is posted.
   bool start(const std::shared_ptr<memory_acquire>& op);
   /// Free slots of the semaphore `request` names. Throws on a max_count mismatch.
-  std::uint32_t free_slots(const acquire_request& request);
+  std::uint32_t current_count(const acquire_request& request);
   /// Removes a queued `op` and completes it with no lease; no-op once it has completed.
   void withdraw(memory_acquire* op);
   void release(memory_lease* lease);
@@ -78,11 +77,9 @@ class memory_backend final : public dlock::backend {
 
   std::string_view scheme() const noexcept override { return "memory"; }
   std::string endpoint() const override;
-  boost::asio::any_io_executor executor() const override { return io_->executor(); }
-  bool running_in_this_thread() const noexcept override { return io_->running_in_this_thread(); }
   bool acquires_inline() const noexcept override { return true; }
-  std::optional<std::uint32_t> free_slots(const acquire_request& request) override {
-    return domain_->free_slots(request);
+  std::optional<std::uint32_t> current_count(const acquire_request& request) override {
+    return domain_->current_count(request);
   }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
@@ -92,7 +89,6 @@ class memory_backend final : public dlock::backend {
 
  private:
   std::shared_ptr<memory_domain> domain_;
-  std::unique_ptr<io_thread> io_;
 };
 
 }  // namespace dlock::memory::detail

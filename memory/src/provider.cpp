@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include <dlock/core/naming.hpp>
-#include <dlock/core/provider_url.hpp>
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/backend/provider_url.hpp>
 
 #include "memory_backend.hpp"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <optional>
 
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 namespace dlock::postgres {
 

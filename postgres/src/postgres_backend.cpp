@@ -8,7 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include <dlock/core/errors.hpp>
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 #include <dlock/postgres/advisory_key.hpp>
 
 #include "lock_timeout.hpp"
@@ -487,17 +487,16 @@ postgres_backend::postgres_backend(options opts)
   }
   keyword_pointers_.push_back(nullptr);
   value_pointers_.push_back(nullptr);
-  io_ = std::make_unique<io_thread>();
 }
 
 postgres_backend::~postgres_backend() {
-  io_->stop();
+  io().stop();
   for (auto& session : sessions_) session->connection->close();
 }
 
 void postgres_backend::start() {
-  keepalive_timer_.emplace(io_->executor());
-  boost::asio::post(io_->executor(), [weak = weak_from_this()] {
+  keepalive_timer_.emplace(io().executor());
+  boost::asio::post(io().executor(), [weak = weak_from_this()] {
     if (auto self = weak.lock()) self->schedule_keepalive();
   });
 }
@@ -513,15 +512,15 @@ std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_reque
   auto op = std::make_shared<pg_acquire>(shared_from_this(), std::move(request), std::move(done));
   // Core calls from the io thread, where start() may run at once: it only queues a statement,
   // whose result always comes later, so `done` never runs inside this call.
-  if (io_->running_in_this_thread()) {
+  if (io().running_in_this_thread()) {
     op->start();
   } else {
-    boost::asio::post(io_->executor(), [op] { op->start(); });
+    boost::asio::post(io().executor(), [op] { op->start(); });
   }
   return op;
 }
 
-std::optional<std::uint32_t> postgres_backend::free_slots(const acquire_request& request) {
+std::optional<std::uint32_t> postgres_backend::current_count(const acquire_request& request) {
   if (running_in_this_thread()) {
     throw std::logic_error("dlock: postgres current_count() on the provider's own thread would "
                            "wait for itself");
@@ -545,7 +544,7 @@ std::optional<std::uint32_t> postgres_backend::free_slots(const acquire_request&
       std::to_string(static_cast<std::uint32_t>(marker.low())) + " LIMIT 1)";
   auto answer = std::make_shared<std::promise<query_result>>();
   auto future = answer->get_future();
-  boost::asio::post(io_->executor(), [self = shared_from_this(), sql, answer] {
+  boost::asio::post(io().executor(), [self = shared_from_this(), sql, answer] {
     self->session_for_attempt("")->connection->execute(
         sql, [answer](query_result r) { answer->set_value(std::move(r)); });
   });
@@ -561,10 +560,7 @@ std::optional<std::uint32_t> postgres_backend::free_slots(const acquire_request&
                            naming::quote_for_message(request.name) + "'");
   }
   if (auto other = r.value(1)) {
-    throw std::invalid_argument("dlock: postgres " + endpoint_ + ": semaphore '" +
-                                naming::quote_for_message(request.name) +
-                                "' is used with max_count " + std::to_string(request.max_count) +
-                                " here but " + *other + " by its holders");
+    throw max_count_mismatch(request, std::stoull(*other));
   }
   const auto held = std::stoul(r.value().value_or("0"));
   return held >= request.max_count ? 0 : request.max_count - static_cast<std::uint32_t>(held);
@@ -572,7 +568,7 @@ std::optional<std::uint32_t> postgres_backend::free_slots(const acquire_request&
 
 std::shared_ptr<pg_session> postgres_backend::open_session() {
   auto session = std::make_shared<pg_session>();
-  session->connection = std::make_shared<pg_connection>(io_->executor(), endpoint_);
+  session->connection = std::make_shared<pg_connection>(io().executor(), endpoint_);
   std::weak_ptr<postgres_backend> weak_backend = weak_from_this();
   std::weak_ptr<pg_session> weak_session = session;
   session->connection->connect(

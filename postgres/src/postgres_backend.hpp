@@ -13,8 +13,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include <dlock/core/backend.hpp>
-#include <dlock/core/io_thread.hpp>
+#include <dlock/core/backend/backend.hpp>
 #include <dlock/postgres/provider.hpp>
 
 #include "pg_connection.hpp"
@@ -59,14 +58,12 @@ class postgres_backend final : public dlock::backend,
 
   std::string_view scheme() const noexcept override { return "postgres"; }
   std::string endpoint() const override { return endpoint_; }
-  boost::asio::any_io_executor executor() const override { return io_->executor(); }
-  bool running_in_this_thread() const noexcept override { return io_->running_in_this_thread(); }
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
-  std::optional<std::uint32_t> free_slots(const acquire_request& request) override;
+  std::optional<std::uint32_t> current_count(const acquire_request& request) override;
 
   /// Starts the keepalive; called once the backend is owned by a shared_ptr.
-  void start();
+  void start() override;
 
   const options& settings() const noexcept { return options_; }
 
@@ -105,7 +102,6 @@ class postgres_backend final : public dlock::backend,
   std::string endpoint_;
   std::string token_expression_;
   bool fencing_sequence_created_ = false;
-  std::unique_ptr<io_thread> io_;
   std::optional<boost::asio::steady_timer> keepalive_timer_;
   std::vector<std::shared_ptr<pg_session>> sessions_;
   std::uint64_t next_grant_id_ = 1;

@@ -5,7 +5,7 @@
 
 #include <libpq-fe.h>
 
-#include <dlock/core/provider_url.hpp>
+#include <dlock/core/backend/provider_url.hpp>
 
 #include "postgres_backend.hpp"
 
@@ -101,11 +101,8 @@ std::string connection_string_of(provider_url& url, options& opts) {
 provider::provider(options opts)
     : provider(std::make_shared<detail::postgres_backend>(opts), opts.on_error) {}
 
-// Started only once core has attached the provider's counters and error hook to it.
 provider::provider(std::shared_ptr<detail::postgres_backend> backend, error_handler on_error)
-    : dlock::provider(backend, std::move(on_error)), backend_(std::move(backend)) {
-  backend_->start();
-}
+    : dlock::provider(backend, std::move(on_error)), backend_(std::move(backend)) {}
 
 distributed_lock provider::create_lock(const advisory_key& key) {
   return create_lock(key.name());

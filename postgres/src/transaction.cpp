@@ -6,7 +6,7 @@
 #include <pqxx/pqxx>
 
 #include <dlock/core/errors.hpp>
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 #include "lock_timeout.hpp"
 

@@ -3,8 +3,8 @@
 #include <charconv>
 #include <stdexcept>
 
-#include <dlock/core/naming.hpp>
-#include <dlock/core/provider_url.hpp>
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/backend/provider_url.hpp>
 
 #include "redis_backend.hpp"
 

@@ -9,7 +9,7 @@
 #include <boost/asio/post.hpp>
 
 #include <dlock/core/errors.hpp>
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 namespace dlock::redis::detail {
 
@@ -463,7 +463,6 @@ class redis_acquire final : public acquire_operation,
 
 redis_backend::redis_backend(options opts)
     : options_(validated(std::move(opts))),
-      io_(std::make_unique<io_thread>()),
       network_(std::make_unique<io_thread>()) {
   for (const auto& s : options_.servers) {
     if (!endpoint_.empty()) endpoint_ += ',';
@@ -483,7 +482,7 @@ redis_backend::redis_backend(options opts)
 
 redis_backend::~redis_backend() {
   network_->stop();
-  io_->stop();
+  io().stop();
   // After the thread ended (or on it, when it is the one destroying us): hiredis contexts
   // and their descriptors go before the io_context they are bound to.
   watchdog_timer_.reset();
@@ -527,11 +526,6 @@ key_set redis_backend::keys_for(const acquire_request& request) const {
       return {"sem", {base + ":sem", base + ":fence", base + ":sem:max"}, base + ":sem:released"};
   }
   throw std::invalid_argument("dlock: redis: unknown primitive");
-}
-
-std::string redis_backend::message(const std::string& what, const std::string& name) const {
-  return "dlock: redis " + endpoint_ + ": " + what + " for lock '" +
-         naming::quote_for_message(name) + "'";
 }
 
 std::string redis_backend::failures(const std::vector<command_result>& results) const {
@@ -603,14 +597,6 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
   }
 }
 
-std::invalid_argument redis_backend::max_count_mismatch(const acquire_request& request,
-                                                        long long stored) const {
-  return std::invalid_argument(message("semaphore used with max_count " +
-                                           std::to_string(request.max_count) + " here but " +
-                                           std::to_string(stored) + " by its holders",
-                                       request.name));
-}
-
 void redis_backend::give_back(const key_set& keys, const std::string& token) {
   const auto until = clock::now() + options_.expiry;
   for (std::size_t i = 0; i < nodes_.size(); ++i) give_back_on(i, keys, token, until);
@@ -671,7 +657,7 @@ Result redis_backend::call_on_network_thread(Work work, std::chrono::nanoseconds
   return future.get();
 }
 
-std::optional<std::uint32_t> redis_backend::free_slots(const acquire_request& request) {
+std::optional<std::uint32_t> redis_backend::current_count(const acquire_request& request) {
   if (network_->running_in_this_thread()) {
     throw std::logic_error("dlock: redis: current_count() called on the network thread");
   }

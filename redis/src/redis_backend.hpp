@@ -17,8 +17,8 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include <dlock/core/backend.hpp>
-#include <dlock/core/io_thread.hpp>
+#include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/io_thread.hpp>
 #include <dlock/redis/provider.hpp>
 
 #include "connection.hpp"
@@ -77,11 +77,10 @@ class redis_backend final : public dlock::backend,
 
   std::string_view scheme() const noexcept override { return "redis"; }
   std::string endpoint() const override { return endpoint_; }
-  boost::asio::any_io_executor executor() const override { return io_->executor(); }
   bool running_in_this_thread() const noexcept override {
-    return io_->running_in_this_thread() || network_->running_in_this_thread();
+    return dlock::backend::running_in_this_thread() || network_->running_in_this_thread();
   }
-  std::optional<std::uint32_t> free_slots(const acquire_request& request) override;
+  std::optional<std::uint32_t> current_count(const acquire_request& request) override;
   /// On one server, a blocking acquire makes its first attempt on the caller's thread.
   bool acquires_inline() const noexcept override { return nodes_.size() == 1; }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
@@ -122,11 +121,6 @@ class redis_backend final : public dlock::backend,
   /// Sends `arguments` to every node at once. On the network thread.
   void command_everywhere(const std::vector<std::string>& arguments, fan_out_handler done);
 
-  /// The error for a semaphore whose holders use `stored` as max_count.
-  std::invalid_argument max_count_mismatch(const acquire_request& request,
-                                           long long stored) const;
-  /// "dlock: redis <endpoint>: <what> for lock '<name>'".
-  std::string message(const std::string& what, const std::string& name) const;
   /// The endpoints of the nodes whose results failed, comma-separated, with their failures.
   std::string failures(const std::vector<command_result>& results) const;
 
@@ -156,7 +150,6 @@ class redis_backend final : public dlock::backend,
   options options_;
   std::string endpoint_;
   /// The provider's executor, for core's timers and the user's handlers.
-  std::unique_ptr<io_thread> io_;
   /// All Redis traffic, the watchdog included: a handler that blocks the provider's executor
   /// delays no extension and no release.
   std::unique_ptr<io_thread> network_;

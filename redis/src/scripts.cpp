@@ -1,6 +1,6 @@
 #include "scripts.hpp"
 
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 namespace dlock::redis::detail {
 

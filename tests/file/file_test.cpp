@@ -8,7 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 #include <dlock/dlock.hpp>
 
 #include "support.hpp"

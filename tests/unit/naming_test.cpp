@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 using dlock::naming::escape_segment;
 

@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include <dlock/core/naming.hpp>
-#include <dlock/core/provider_url.hpp>
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/backend/provider_url.hpp>
 
 #include "zookeeper_backend.hpp"
 
@@ -36,12 +36,9 @@ acl_policy parse_acl(std::string_view text) {
 provider::provider(options opts)
     : provider(std::make_shared<detail::zookeeper_backend>(std::move(opts)), {}) {}
 
-// Started only once core has attached the provider's counters and error hook to it.
 provider::provider(std::shared_ptr<detail::zookeeper_backend> backend, error_handler on_error)
     : dlock::provider(backend, on_error ? std::move(on_error) : backend->settings().on_error),
-      backend_(std::move(backend)) {
-  backend_->start();
-}
+      backend_(std::move(backend)) {}
 
 std::string provider::lock_node_path(std::string_view name) const {
   naming::validate_name(name);

@@ -9,8 +9,8 @@
 #include <boost/asio/post.hpp>
 
 #include <dlock/core/errors.hpp>
-#include <dlock/core/lease.hpp>
-#include <dlock/core/naming.hpp>
+#include <dlock/core/backend/lease.hpp>
+#include <dlock/core/backend/naming.hpp>
 
 #include "node_layout.hpp"
 
@@ -302,7 +302,7 @@ class zookeeper_acquire final : public acquire_operation,
       backend_->get_data(current().parent, step([](zookeeper_acquire& self, zk_reply reply) {
                            self.count_checked_ = true;
                            if (reply.rc != ZOK) return;  // the listing reports the failure
-                           self.count_error_ = self.backend_->max_count_mismatch(
+                           self.count_error_ = self.backend_->recorded_count_mismatch(
                                self.request_, reply.data, self.current().parent);
                          }));
     }
@@ -526,7 +526,7 @@ void session_watcher(zhandle_t*, int type, int state, const char*, void* context
 }  // namespace
 
 zookeeper_backend::zookeeper_backend(options opts)
-    : options_(std::move(opts)), io_(std::make_unique<io_thread>()) {
+    : options_(std::move(opts)) {
   if (options_.hosts.empty()) {
     throw std::invalid_argument("dlock: zookeeper provider: option 'hosts' must not be empty");
   }
@@ -564,7 +564,7 @@ zookeeper_backend::zookeeper_backend(options opts)
   negotiated_timeout_ = options_.session_timeout;
   acl_.count = static_cast<std::int32_t>(acl_entries_.size());
   acl_.data = acl_entries_.data();
-  disconnect_timer_.emplace(io_->executor());
+  disconnect_timer_.emplace(io().executor());
 }
 
 zookeeper_backend::~zookeeper_backend() {
@@ -575,7 +575,7 @@ zookeeper_backend::~zookeeper_backend() {
     if (handle_) zookeeper_close(handle_);
     handle_ = nullptr;
   }
-  io_->stop();
+  io().stop();
   disconnect_timer_.reset();
 }
 
@@ -583,14 +583,9 @@ std::string zookeeper_backend::node_of(std::string_view name) const {
   return options_.base_path + "/" + naming::escape_segment(name, max_escaped_bytes, false);
 }
 
-std::string zookeeper_backend::message(std::string_view what, std::string_view name) const {
-  return "dlock: zookeeper " + endpoint_ + ": " + std::string(what) + " for lock '" +
-         naming::quote_for_message(name) + "'";
-}
-
 void zookeeper_backend::start() {
   watcher_context_ = std::make_unique<session_watcher_context>(
-      session_watcher_context{weak_from_this(), io_->executor()});
+      session_watcher_context{weak_from_this(), io().executor()});
   open_session();
   std::unique_lock lock(start_mutex_);
   const bool settled = started_.wait_for(lock, options_.connect_timeout,
@@ -736,7 +731,7 @@ void zookeeper_backend::issue(std::uint64_t route_id,
 
 void zookeeper_backend::create(const std::string& path, bool sequential_ephemeral,
                                zk_handler then, const std::string& data) {
-  const auto id = add_route(io_->executor(), std::move(then));
+  const auto id = add_route(io().executor(), std::move(then));
   const int flags = sequential_ephemeral ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_CONTAINER;
   issue(id, [&](zhandle_t* handle, const void* context) {
     return zoo_acreate2(handle, path.c_str(), data.data(), static_cast<int>(data.size()), &acl_,
@@ -778,11 +773,11 @@ void zookeeper_backend::ensure_path(const std::string& path, zk_handler then,
 void zookeeper_backend::read(const std::string& path, zk_handler then, zk_handler* on_change,
                              std::uint64_t* watch_id, const read_call& call,
                              bool answer_on_client_thread) {
-  const auto id = add_route(answer_on_client_thread ? boost::asio::any_io_executor() : io_->executor(),
+  const auto id = add_route(answer_on_client_thread ? boost::asio::any_io_executor() : io().executor(),
                             std::move(then));
   void* watch_context = nullptr;
   if (on_change) {
-    *watch_id = add_route(io_->executor(), std::move(*on_change));
+    *watch_id = add_route(io().executor(), std::move(*on_change));
     watch_context = const_cast<void*>(route_context(*watch_id));
   }
   issue(id, [&](zhandle_t* handle, const void* context) {
@@ -812,7 +807,7 @@ void zookeeper_backend::exists(const std::string& path, zk_handler then, zk_hand
 }
 
 void zookeeper_backend::get_data(const std::string& path, zk_handler then) {
-  const auto id = add_route(io_->executor(), std::move(then));
+  const auto id = add_route(io().executor(), std::move(then));
   issue(id, [&](zhandle_t* handle, const void* context) {
     return zoo_aget(handle, path.c_str(), 0, on_data_completion, context);
   });
@@ -820,7 +815,7 @@ void zookeeper_backend::get_data(const std::string& path, zk_handler then) {
 
 void zookeeper_backend::remove(const std::string& path, zk_handler then) {
   const auto id = add_route(
-      io_->executor(), [weak = weak_from_this(), path, then = std::move(then)](zk_reply reply) {
+      io().executor(), [weak = weak_from_this(), path, then = std::move(then)](zk_reply reply) {
         if (is_connection_loss(reply.rc)) {
           if (auto self = weak.lock()) self->pending_removes_.push_back(path);
         }
@@ -871,7 +866,7 @@ void zookeeper_backend::remove_released(const std::string& path, std::string_vie
                                  name));
 }
 
-std::exception_ptr zookeeper_backend::max_count_mismatch(const acquire_request& request,
+std::exception_ptr zookeeper_backend::recorded_count_mismatch(const acquire_request& request,
                                                          const std::string& recorded,
                                                          const std::string& leases_path) const {
   // Only a plain number is dlock's record; Curator leaves the node empty (or writes other data).
@@ -880,13 +875,11 @@ std::exception_ptr zookeeper_backend::max_count_mismatch(const acquire_request& 
     return nullptr;
   }
   if (recorded == std::to_string(request.max_count)) return nullptr;
-  return std::make_exception_ptr(std::invalid_argument(
-      "dlock: zookeeper " + endpoint_ + ": semaphore '" + naming::quote_for_message(request.name) +
-      "' is used with max_count " + std::to_string(request.max_count) + " here but " + recorded +
-      " by its holders (recorded in " + leases_path + ")"));
+  return std::make_exception_ptr(
+      max_count_mismatch(request, std::stoull(recorded), leases_path));
 }
 
-std::optional<std::uint32_t> zookeeper_backend::free_slots(const acquire_request& request) {
+std::optional<std::uint32_t> zookeeper_backend::current_count(const acquire_request& request) {
   if (running_in_this_thread()) return std::nullopt;  // cannot wait for its own answers
   const std::string leases = node_of(request.name) + "/leases";
   struct answers {
@@ -914,7 +907,7 @@ std::optional<std::uint32_t> zookeeper_backend::free_slots(const acquire_request
     throw connection_error(message(std::string("counting leases failed: ") + zerror(listed.rc),
                                    request.name));
   }
-  if (auto mismatch = max_count_mismatch(request, recorded.data, leases)) {
+  if (auto mismatch = recorded_count_mismatch(request, recorded.data, leases)) {
     std::rethrow_exception(mismatch);
   }
   const auto held = static_cast<std::size_t>(
@@ -951,7 +944,7 @@ void zookeeper_backend::watch_held(std::uint64_t held_id, const std::string& nod
   // The answer is looked at on the client's completion thread, which only posts in the rare
   // case that matters: one wake-up of the provider's thread less per grant.
   exists(node,
-         [weak = weak_from_this(), executor = io_->executor(), held_id, node](zk_reply reply) {
+         [weak = weak_from_this(), executor = io().executor(), held_id, node](zk_reply reply) {
            if (reply.rc == ZCONNECTIONLOSS || reply.rc == ZOPERATIONTIMEOUT) {
              // The watch was not set: set it again once connected, or a later deletion of our
              // node would never be reported as lost.

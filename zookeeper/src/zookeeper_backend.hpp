@@ -19,8 +19,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include <dlock/core/backend.hpp>
-#include <dlock/core/io_thread.hpp>
+#include <dlock/core/backend/backend.hpp>
 #include <dlock/zookeeper/provider.hpp>
 
 #include "completion_routes.hpp"
@@ -39,22 +38,18 @@ class zookeeper_backend final : public dlock::backend,
 
   std::string_view scheme() const noexcept override { return "zookeeper"; }
   std::string endpoint() const override { return endpoint_; }
-  boost::asio::any_io_executor executor() const override { return io_->executor(); }
-  bool running_in_this_thread() const noexcept override { return io_->running_in_this_thread(); }
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
   /// max_count minus the lease nodes now; std::nullopt on the io thread (it cannot wait).
   /// Throws std::invalid_argument when the recorded max_count differs; connection_error.
-  std::optional<std::uint32_t> free_slots(const acquire_request& request) override;
+  std::optional<std::uint32_t> current_count(const acquire_request& request) override;
 
   /// Opens the session and waits up to connect_timeout for it. Throws connection_error.
-  void start();
+  void start() override;
 
   const options& settings() const noexcept { return options_; }
   /// `<base_path>/<escaped name>`.
   std::string node_of(std::string_view name) const;
-  /// "dlock: zookeeper <endpoint>: <what> for lock '<name>'".
-  std::string message(std::string_view what, std::string_view name) const;
 
   // The ZooKeeper calls of the recipes. Each completes exactly once through `then`, posted to
   // the io thread (a call the client refuses completes with its error code).
@@ -80,7 +75,7 @@ class zookeeper_backend final : public dlock::backend,
   void ensure_path(const std::string& path, zk_handler then, std::string leaf_data = {});
   /// The invalid_argument for a semaphore whose leases node records another max_count than
   /// the request's; nullptr when it matches or records none (a node Curator made).
-  std::exception_ptr max_count_mismatch(const acquire_request& request,
+  std::exception_ptr recorded_count_mismatch(const acquire_request& request,
                                         const std::string& recorded,
                                         const std::string& leases_path) const;
 
@@ -121,7 +116,6 @@ class zookeeper_backend final : public dlock::backend,
   std::string endpoint_;
   std::vector<ACL> acl_entries_;
   ACL_vector acl_{};
-  std::unique_ptr<io_thread> io_;
   // What the session watcher needs; outlives every handle (closed before it goes).
   std::unique_ptr<session_watcher_context> watcher_context_;
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include <dlock/core.hpp>
-#include <dlock/core/provider_url.hpp>
+#include <dlock/core/backend/provider_url.hpp>
 #include <dlock/dlock_config.hpp>
 #if DLOCK_HAS_FILE
 #include <dlock/file.hpp>

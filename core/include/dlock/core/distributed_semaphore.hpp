@@ -58,17 +58,17 @@ class distributed_semaphore {
                                  std::forward<CompletionToken>(token));
   }
 
-  /// A copy of this lock whose grants last at most `limit` (zero: no limit; the provider's
-  /// default otherwise applies). When a holder keeps it longer (an endless loop, a stuck
-  /// call), its handle is marked lost and the lock is released, so others get it; see
-  /// docs/semantics.md, "Maximum hold time". Throws std::invalid_argument if negative.
   /// Free slots now: max_count minus the slots held, never negative; a snapshot that may
   /// change at once. std::nullopt when the backend cannot tell. May block for one round trip
   /// to the backend. Throws: as try_acquire (a max_count mismatch, an unreachable backend).
   [[nodiscard]] std::optional<std::uint32_t> current_count() const {
-    return detail::free_slots(target_);
+    return detail::current_count(target_);
   }
 
+  /// A copy of this semaphore whose grants last at most `limit` (zero: no limit; the
+  /// provider's default otherwise applies). When a holder keeps a slot longer (an endless
+  /// loop, a stuck call), its handle is marked lost and the slot is released, so others get
+  /// it; see docs/semantics.md, "Maximum hold time". Throws std::invalid_argument if negative.
   [[nodiscard]] distributed_semaphore with_max_hold(std::chrono::nanoseconds limit) const {
     return distributed_semaphore(detail::with_max_hold(target_, limit));
   }

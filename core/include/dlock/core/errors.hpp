@@ -10,10 +10,17 @@
 // try_acquire() reports "not obtained" as an empty optional, never as an exception.
 #pragma once
 
+#include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
 namespace dlock {
+
+/// Receives errors that have no caller to be thrown to: a release that failed in a handle's
+/// destructor, a monitor that could not reach its backend. The default (an empty function)
+/// prints one line to stderr. It may run on any thread and must not throw.
+using error_handler = std::function<void(std::exception_ptr)>;
 
 /// Base of every exception dlock throws for a backend outcome. Messages read
 /// `dlock: <backend> <endpoint>: <what failed> for lock '<name>'`.

@@ -58,7 +58,8 @@ class [[nodiscard]] lock_handle {
 
   /// True when non-empty (held, or lost but not yet released).
   explicit operator bool() const noexcept { return state_ != nullptr; }
-  bool held() const noexcept { return state_ != nullptr; }
+  /// True while the lock is held: non-empty and not lost.
+  bool held() const noexcept { return state_ != nullptr && !lost(); }
 
   /// Releases the lock now; the handle becomes empty. Idempotent.
   /// Throws: dlock::connection_error when the backend could not be told; the handle is

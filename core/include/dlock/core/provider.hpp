@@ -15,17 +15,14 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include <dlock/core/backend.hpp>
 #include <dlock/core/distributed_lock.hpp>
 #include <dlock/core/distributed_reader_writer_lock.hpp>
 #include <dlock/core/distributed_semaphore.hpp>
+#include <dlock/core/errors.hpp>
 
 namespace dlock {
 
-/// Receives errors that have no caller to be thrown to: a release that failed in a handle's
-/// destructor, a monitor that could not reach its backend. The default prints one line to
-/// stderr. It may run on any thread and must not throw.
-using error_handler = background_error_handler;
+class backend;
 
 /// Counters of one provider since its creation, for a service's metrics system. Counting
 /// is a relaxed atomic increment, cheap enough to leave on.
@@ -98,7 +95,8 @@ class provider : public lock_provider,
   boost::asio::any_io_executor get_executor() const;
 
  protected:
-  /// For backend providers. `on_error` empty means the default (one line to stderr).
+  /// For backend providers: takes `backend` over and starts it (backend::start()).
+  /// `on_error` empty means the default (one line to stderr).
   provider(std::shared_ptr<backend> backend, error_handler on_error);
 
  private:

@@ -16,7 +16,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
-#include <dlock/core/backend.hpp>
+#include <dlock/core/lock_kind.hpp>
 #include <dlock/core/detail/unique_function.hpp>
 #include <dlock/core/lock_handle.hpp>
 
@@ -47,8 +47,8 @@ struct lock_target {
 /// negative duration.
 lock_target with_max_hold(lock_target target, std::chrono::nanoseconds max_hold);
 
-/// The semaphore's free slots, if its backend can tell.
-std::optional<std::uint32_t> free_slots(const lock_target& target);
+/// The semaphore's current count (free slots), if its backend can tell.
+std::optional<std::uint32_t> current_count(const lock_target& target);
 
 /// Throws std::invalid_argument for a negative timeout.
 void check_timeout(const lock_target& target, std::chrono::nanoseconds timeout);
@@ -66,8 +66,6 @@ std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode
                                             std::chrono::nanoseconds timeout,
                                             std::stop_token stop, bool fail_with_error);
 
-/// The initiation passed to boost::asio::async_initiate; Throwing selects acquire (the
-/// handle or an exception) over try_acquire (an optional handle).
 /// Wraps `handler` into the completion an async operation starts with: it keeps the
 /// handler's associated executor (by default `fallback`) busy until it runs, and runs the
 /// handler there, never inside the initiating call. Throwing turns an empty optional result

@@ -1,4 +1,4 @@
-// dlock/core/lease.hpp: the backend side of a granted lock (for backend implementers).
+// dlock/core/backend/lease.hpp: the backend side of a granted lock (for backend implementers).
 //
 // A backend completes an acquire with a std::unique_ptr<lease>; dlock::lock_handle owns it
 // and users never see it. Start with backend.hpp for the rest of the backend interface.

@@ -1,4 +1,4 @@
-// dlock/core/provider_url.hpp: provider URLs and the scheme registry behind make_provider.
+// dlock/core/backend/provider_url.hpp: provider URLs and the scheme registry behind make_provider.
 //
 // Core owns the registry; each backend offers a register_scheme() function and the umbrella
 // library dlock::dlock (<dlock/dlock.hpp>) calls those of every backend it was built with,

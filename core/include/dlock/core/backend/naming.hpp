@@ -1,4 +1,4 @@
-// dlock/core/naming.hpp: lock-name validation and the escaping helpers backends share.
+// dlock/core/backend/naming.hpp: lock-name validation and the escaping helpers backends share.
 //
 // A lock name is any non-empty UTF-8 string of at most 1024 bytes. Backends map it to a legal
 // key deterministically; docs/naming.md lists each backend's mapping.

@@ -1,34 +1,33 @@
-// dlock/core/backend.hpp: the interface a backend implements (for backend implementers).
+// dlock/core/backend/backend.hpp: the interface a backend implements (for backend implementers).
 //
 // A backend knows how to make one acquire attempt and how to wait at its server. Everything
 // that is the same for every backend lives in core and is not repeated here: timeouts, stop
-// requests, the in-process first-level queue, handles, async completion, error hooks.
-// Users never call a backend; they go through dlock::provider and the primitives.
+// requests, the in-process first-level queue, handles, async completion, error hooks, the
+// thread that runs its executor and the wording of its error messages. Users never call a
+// backend; they go through dlock::provider and the primitives. The rest of the kit for
+// backend authors is beside this file: lease.hpp (a grant), blocking_call.hpp (a blocking
+// call answered on the backend's thread), naming.hpp (escaping names into keys),
+// provider_url.hpp (URLs and make_provider's scheme registry) and io_thread.hpp.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <dlock/core/backend/io_thread.hpp>
+#include <dlock/core/backend/lease.hpp>
 #include <dlock/core/detail/unique_function.hpp>
-#include <dlock/core/lease.hpp>
+#include <dlock/core/errors.hpp>
+#include <dlock/core/lock_kind.hpp>
 
 namespace dlock {
-
-/// The three primitives. A name is one resource per primitive: the lock "a" and the
-/// semaphore "a" are unrelated, but the lock "a" and the reader-writer lock "a" may share
-/// a backend resource where the backend documents it (the file backend does, as flock(1)).
-enum class primitive { lock, reader_writer_lock, semaphore };
-
-/// exclusive: locks, writers and semaphore slots; shared: readers.
-enum class lock_mode { exclusive, shared };
 
 /// What a backend is asked to acquire.
 struct acquire_request {
@@ -44,12 +43,9 @@ struct acquire_request {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
-/// Receives errors that have no caller to be thrown to (see dlock::error_handler).
-using background_error_handler = std::function<void(std::exception_ptr)>;
-
 /// Hands `error` to `handler`, or prints its message as one line to stderr when `handler`
 /// is empty. Never throws. Backends use it for errors of their monitors.
-void report_background_error(const background_error_handler& handler,
+void report_background_error(const error_handler& handler,
                              std::exception_ptr error) noexcept;
 
 /// Completes an acquire exactly once: (nullptr, lease) granted; (nullptr, nullptr) not
@@ -83,10 +79,17 @@ class backend_events {
 
 /// A backend instance: one per provider.
 ///
+/// Life: the provider's constructor attaches its counters and error hook (attach_events),
+/// then calls start(); the backend lives until the provider and every lock, handle and
+/// operation of it are gone. A derived destructor first calls io().stop(), so that no handler
+/// of the backend's thread runs while the derived members are destroyed.
+///
 /// Thread safety: start_acquire() may be called from any thread concurrently.
 class backend {
  public:
-  virtual ~backend() = default;
+  backend(const backend&) = delete;
+  backend& operator=(const backend&) = delete;
+  virtual ~backend();
 
   /// The backend's short name used in messages and URLs: "file", "redis", ...
   virtual std::string_view scheme() const noexcept = 0;
@@ -94,12 +97,19 @@ class backend {
   /// Where the backend is, for messages: a directory, host:port list. Never a password.
   virtual std::string endpoint() const = 0;
 
-  /// The executor on which core runs timers and, by default, completion handlers.
-  virtual boost::asio::any_io_executor executor() const = 0;
+  /// The executor of the backend's own thread, on which core runs timers and, by default,
+  /// completion handlers.
+  boost::asio::any_io_executor executor() const { return io_.executor(); }
 
   /// True when the calling thread is one the backend needs in order to make progress, so a
-  /// blocking (sync) acquire from it would deadlock.
-  virtual bool running_in_this_thread() const noexcept = 0;
+  /// blocking (sync) call from it would deadlock. By default: the thread of executor().
+  virtual bool running_in_this_thread() const noexcept { return io_.running_in_this_thread(); }
+
+  /// Starts the backend's background work (sessions, monitors, keepalives). Core calls it
+  /// once, after attach_events(), so the first report of that work already reaches the
+  /// provider's counters and error hook. Throws what the provider's constructor documents
+  /// (connection_error for a backend that connects eagerly).
+  virtual void start() {}
 
   /// Starts an acquire. `done` must not run inside this call (post it), and runs exactly
   /// once. Returns the operation so core can cancel it.
@@ -107,18 +117,11 @@ class backend {
   virtual std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                            acquire_completion done) = 0;
 
-  /// True when try_acquire_inline() is offered: one attempt cheap enough to make on the
-  /// caller's thread (local system calls, no network round trip). Core then settles an
-  /// uncontended blocking acquire without a thread hop.
+  /// True when try_acquire_inline() is offered: one non-waiting attempt cheap enough to make
+  /// on the caller's thread (local system calls, or one network round trip on a connection
+  /// the caller may use directly). Core then settles an uncontended blocking acquire without
+  /// a thread hop.
   virtual bool acquires_inline() const noexcept { return false; }
-
-  /// Free slots of the semaphore `request` names, now: max_count minus the slots held, never
-  /// negative. std::nullopt when this backend cannot tell (the default).
-  /// Throws what an acquire of `request` would (connection_error, std::invalid_argument).
-  virtual std::optional<std::uint32_t> free_slots(const acquire_request& request);
-
-  /// Called once by core when it takes the backend over, before any acquire.
-  void attach_events(std::shared_ptr<backend_events> events) noexcept;
 
   /// Makes one non-waiting attempt on the calling thread. Returns the lease, or nullptr when
   /// the lock is taken. Throws what start_acquire's completion would fail with
@@ -126,12 +129,37 @@ class backend {
   /// is false.
   virtual std::unique_ptr<lease> try_acquire_inline(const acquire_request& request);
 
+  /// The semaphore's current count: max_count minus the slots held, never negative (what
+  /// distributed_semaphore::current_count() returns). std::nullopt when this backend cannot
+  /// tell (the default). Throws what an acquire of `request` would (connection_error,
+  /// std::invalid_argument).
+  virtual std::optional<std::uint32_t> current_count(const acquire_request& request);
+
+  /// Called once by core when it takes the backend over, before start().
+  void attach_events(std::shared_ptr<backend_events> events) noexcept;
+
   /// Where the backend (and its operations and leases) report waits, extension failures and
   /// background errors: the provider's, or a sink that only prints errors until core attaches
   /// it.
   backend_events& events() const noexcept;
 
+  /// "dlock: <scheme> <endpoint>: <what>": how every message of this backend begins.
+  std::string message(std::string_view what) const;
+  /// message(what) followed by " for lock '<name>'" (quoted for messages).
+  std::string message(std::string_view what, std::string_view name) const;
+  /// The error of a semaphore used here with request.max_count while its holders use
+  /// `recorded`; `where` (optional) names where the backend found that count.
+  std::invalid_argument max_count_mismatch(const acquire_request& request,
+                                           std::uint64_t recorded,
+                                           std::string_view where = {}) const;
+
+ protected:
+  backend() = default;
+  /// The thread of executor(), owned by the backend base so that it is destroyed last.
+  io_thread& io() noexcept { return io_; }
+
  private:
+  io_thread io_;
   std::shared_ptr<backend_events> events_;
 };
 

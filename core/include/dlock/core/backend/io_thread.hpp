@@ -1,4 +1,4 @@
-// dlock/core/io_thread.hpp: an io_context with its own thread (for backend implementers).
+// dlock/core/backend/io_thread.hpp: an io_context with its own thread (for backend implementers).
 #pragma once
 
 #include <memory>

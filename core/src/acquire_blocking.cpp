@@ -1,0 +1,82 @@
+// The sync API: an uncontended acquire settled on the caller's thread when the backend
+// offers it, otherwise the queued acquire_op with the caller blocked on its result.
+#include <stdexcept>
+
+#include <dlock/core/backend/blocking_call.hpp>
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/detail/acquire.hpp>
+
+#include "acquire_op.hpp"
+#include "held_lock.hpp"
+#include "lock_service.hpp"
+
+namespace dlock::detail {
+
+namespace {
+
+/// The uncontended fast path of a blocking acquire: one attempt on the caller's thread,
+/// when the backend offers it and no local contender is ahead (a waiting acquire takes the
+/// gate for its attempt, so it never overtakes the queue). Returns true when that settled
+/// the acquire, with the handle (or nullopt) in `result`; false to go the queued way.
+bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
+                    std::optional<lock_handle>& result) {
+  lock_service& service = *target.service;
+  const bool waits = timeout > std::chrono::nanoseconds::zero();
+  const std::string key = local_gates::key_of(target);
+  if (waits && !service.gates().try_enter(key)) return false;
+  auto leave_gate = [&] {
+    if (!waits) return;
+    if (auto next = service.gates().leave(key)) next->gate_granted_from_queue();
+  };
+  std::unique_ptr<lease> granted;
+  try {
+    granted = service.backend().try_acquire_inline(request_for(target, mode));
+  } catch (...) {
+    leave_gate();
+    provider_stats::add(service.stats().failed);
+    throw;
+  }
+  leave_gate();
+  if (granted) {
+    provider_stats::add(service.stats().acquired);
+    result.emplace(handle_for(target, std::move(granted)));
+    return true;
+  }
+  if (waits) return false;
+  provider_stats::add(service.stats().not_acquired);  // a zero timeout had its one attempt
+  return true;
+}
+
+}  // namespace
+
+std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode mode,
+                                            std::chrono::nanoseconds timeout,
+                                            std::stop_token stop, bool fail_with_error) {
+  check_timeout(target, timeout);
+  if (target.service->backend().running_in_this_thread()) {
+    throw std::logic_error("dlock: blocking acquire of '" +
+                           naming::quote_for_message(target.name) +
+                           "' on the provider's own thread would deadlock; use async_acquire");
+  }
+  if (target.service->backend().acquires_inline() && !stop.stop_requested()) {
+    std::optional<lock_handle> result;
+    if (settled_inline(target, mode, timeout, result)) {
+      if (!result && fail_with_error) {
+        std::rethrow_exception(not_obtained_error(target, ending::none, timeout));
+      }
+      return result;
+    }
+  }
+  blocking_reply<std::optional<lock_handle>> reply;
+  start_acquire(target, mode, timeout, std::move(stop), fail_with_error,
+                [reply](std::exception_ptr error, std::optional<lock_handle> handle) {
+                  if (error) {
+                    reply.set_error(std::move(error));
+                  } else {
+                    reply.set_value(std::move(handle));
+                  }
+                });
+  return reply.get();
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,187 @@
+// One acquire, from the local gate to the backend's answer (see acquire_op.hpp).
+#include "acquire_op.hpp"
+
+#include <utility>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/post.hpp>
+
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/errors.hpp>
+
+#include "held_lock.hpp"
+#include "lock_service.hpp"
+
+namespace dlock::detail {
+
+namespace {
+
+std::string format_timeout(std::chrono::nanoseconds timeout) {
+  using namespace std::chrono;
+  if (timeout % seconds(1) == nanoseconds::zero()) {
+    return std::to_string(duration_cast<seconds>(timeout).count()) + "s";
+  }
+  if (timeout % milliseconds(1) == nanoseconds::zero()) {
+    return std::to_string(duration_cast<milliseconds>(timeout).count()) + "ms";
+  }
+  return std::to_string(duration_cast<microseconds>(timeout).count()) + "us";
+}
+
+const char* primitive_noun(primitive kind) {
+  switch (kind) {
+    case primitive::lock: return "lock";
+    case primitive::reader_writer_lock: return "reader-writer lock";
+    case primitive::semaphore: return "semaphore";
+  }
+  return "lock";
+}
+
+}  // namespace
+
+acquire_request request_for(const lock_target& target, lock_mode mode) {
+  acquire_request request;
+  request.kind = target.kind;
+  request.name = target.name;
+  request.mode = mode;
+  request.max_count = target.max_count;
+  return request;
+}
+
+std::exception_ptr not_obtained_error(const lock_target& target, ending why,
+                                      std::chrono::nanoseconds timeout) {
+  const std::string where = "dlock: " + target.service->describe() + ": ";
+  const std::string what = std::string(primitive_noun(target.kind)) + " '" +
+                           naming::quote_for_message(target.name) + "'";
+  if (why == ending::stopped) {
+    return std::make_exception_ptr(
+        cancelled_error(where + "stop requested while waiting for " + what));
+  }
+  if (timeout == std::chrono::nanoseconds::zero()) {
+    return std::make_exception_ptr(timeout_error(where + what + " is held elsewhere"));
+  }
+  return std::make_exception_ptr(timeout_error(
+      where + "timed out after " + format_timeout(timeout) + " waiting for " + what));
+}
+
+
+acquire_op::acquire_op(const lock_target& target, lock_mode mode,
+                       std::chrono::nanoseconds timeout, std::stop_token stop,
+                       bool fail_with_error, try_acquire_completion done)
+    : target_(target),
+      mode_(mode),
+      timeout_(timeout),
+      stop_(std::move(stop)),
+      fail_with_error_(fail_with_error),
+      done_(std::move(done)),
+      strand_(boost::asio::make_strand(target.service->backend().executor())),
+      timer_(strand_),
+      gate_key_(local_gates::key_of(target)) {}
+
+void acquire_op::start() {
+  boost::asio::post(strand_, [self = shared_from_this()] { self->run(); });
+}
+
+void acquire_op::gate_granted_from_queue() {
+  boost::asio::post(strand_, [self = shared_from_this()] { self->gate_granted(); });
+}
+
+void acquire_op::run() {
+  if (stop_.stop_requested()) {
+    ending_ = ending::stopped;
+    finish(nullptr, nullptr);
+    return;
+  }
+  // A zero timeout makes exactly one attempt and never queues behind local waiters.
+  if (!waits()) {
+    begin_backend();
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (timeout_ < std::chrono::steady_clock::time_point::max() - now) {
+    deadline_ = now + timeout_;
+    timer_.expires_at(deadline_);
+    timer_.async_wait(boost::asio::bind_executor(
+        strand_, [self = shared_from_this()](boost::system::error_code ec) {
+          if (!ec) self->expire(ending::timed_out);
+        }));
+  }
+  if (stop_.stop_possible()) {
+    // Runs on the requester's thread, whose stop_callback destructor waits for it: post only.
+    stop_callback_.emplace(stop_, [weak = weak_from_this(), strand = strand_] {
+      boost::asio::post(strand, [weak] {
+        if (auto self = weak.lock()) self->expire(ending::stopped);
+      });
+    });
+  }
+  phase_ = phase::queued;
+  if (target_.service->gates().enter(gate_key_, shared_from_this())) gate_granted();
+}
+
+void acquire_op::gate_granted() {
+  holds_gate_ = true;
+  if (ending_ != ending::none) {
+    finish(nullptr, nullptr);
+    return;
+  }
+  begin_backend();
+}
+
+void acquire_op::begin_backend() {
+  phase_ = phase::at_backend;
+  acquire_request request = request_for(target_, mode_);
+  request.wait = waits();
+  request.deadline = deadline_;
+  try {
+    backend_op_ = target_.service->backend().start_acquire(
+        std::move(request), [self = shared_from_this()](std::exception_ptr error,
+                                                        std::unique_ptr<lease> granted) mutable {
+          auto strand = self->strand_;
+          boost::asio::post(strand, [self = std::move(self), error = std::move(error),
+                                     granted = std::move(granted)]() mutable {
+            self->backend_op_.reset();
+            self->finish(std::move(error), std::move(granted));
+          });
+        });
+  } catch (...) {
+    finish(std::current_exception(), nullptr);
+  }
+}
+
+void acquire_op::expire(ending why) {
+  if (phase_ == phase::done) return;
+  if (ending_ == ending::none) ending_ = why;
+  if (phase_ == phase::queued && !holds_gate_) {
+    // Not found means the gate is on its way to us; gate_granted() finishes then.
+    if (target_.service->gates().withdraw(gate_key_, this)) finish(nullptr, nullptr);
+  } else if (phase_ == phase::at_backend && backend_op_) {
+    backend_op_->cancel();
+  }
+}
+
+void acquire_op::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  phase_ = phase::done;
+  timer_.cancel();
+  stop_callback_.reset();
+  if (holds_gate_) {
+    holds_gate_ = false;
+    if (auto next = target_.service->gates().leave(gate_key_)) next->gate_granted_from_queue();
+  }
+  std::optional<lock_handle> handle;
+  provider_stats& stats = target_.service->stats();
+  if (granted) {
+    provider_stats::add(stats.acquired);
+    handle.emplace(handle_for(target_, std::move(granted)));
+  } else if (error) {
+    provider_stats::add(stats.failed);
+  } else {
+    provider_stats::add(ending_ == ending::stopped ? stats.cancelled : stats.not_acquired);
+    if (fail_with_error_) error = not_obtained_error(target_, ending_, timeout_);
+  }
+  auto done = std::move(done_);
+  // The caller may drop its last reference as soon as it has the result; then it, not
+  // this thread, shuts the provider down (a thread cannot join itself).
+  target_.service.reset();
+  done(std::move(error), std::move(handle));
+}
+
+}  // namespace dlock::detail

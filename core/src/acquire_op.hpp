@@ -1,0 +1,76 @@
+// Private to core: one acquire, from the local gate to the backend's answer, and what both
+// the queued path and the blocking fast path need to tell about its end.
+#pragma once
+
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <dlock/core/backend/backend.hpp>
+#include <dlock/core/detail/acquire.hpp>
+
+namespace dlock::detail {
+
+/// How an acquire that got no lock ended.
+enum class ending { none, timed_out, stopped };
+
+/// What the backend is asked for an acquire of `target` in `mode` (one attempt).
+acquire_request request_for(const lock_target& target, lock_mode mode);
+
+/// The exception of an acquire() that did not get the lock: timeout_error or cancelled_error.
+std::exception_ptr not_obtained_error(const lock_target& target, ending why,
+                                      std::chrono::nanoseconds timeout);
+
+/// One acquire, from the local gate to the backend's answer. Every step runs on the
+/// operation's strand, and the phase says where it is:
+///
+///   starting -> queued (waits for the local gate) -> at_backend -> done
+///   starting -> at_backend (a zero timeout skips the gate: one attempt) -> done
+///
+/// A timeout or stop request withdraws a queued op from the gate, or cancels the backend's
+/// operation (which removes what it left at the server); the result comes back as `done`.
+class acquire_op : public std::enable_shared_from_this<acquire_op> {
+ public:
+  acquire_op(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
+             std::stop_token stop, bool fail_with_error, try_acquire_completion done);
+
+  /// Begins the operation on its strand.
+  void start();
+  /// Called when the gate is handed to this queued op; continues on its strand.
+  void gate_granted_from_queue();
+
+ private:
+  enum class phase { starting, queued, at_backend, done };
+
+  bool waits() const { return timeout_ > std::chrono::nanoseconds::zero(); }
+  void run();
+  void gate_granted();
+  void begin_backend();
+  void expire(ending why);
+  void finish(std::exception_ptr error, std::unique_ptr<lease> granted);
+
+  lock_target target_;
+  lock_mode mode_;
+  std::chrono::nanoseconds timeout_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  std::stop_token stop_;
+  bool fail_with_error_;
+  try_acquire_completion done_;
+  boost::asio::strand<boost::asio::any_io_executor> strand_;
+  boost::asio::steady_timer timer_;
+  std::string gate_key_;
+  std::optional<std::stop_callback<std::function<void()>>> stop_callback_;
+  std::shared_ptr<acquire_operation> backend_op_;
+  phase phase_ = phase::starting;
+  ending ending_ = ending::none;
+  bool holds_gate_ = false;
+};
+
+}  // namespace dlock::detail

@@ -1,0 +1,86 @@
+// The backend base: defaults of the optional parts, the event sink before core attaches its
+// own, and the wording every backend's messages share.
+#include <dlock/core/backend/backend.hpp>
+
+#include <iostream>
+#include <stdexcept>
+
+#include <dlock/core/backend/naming.hpp>
+
+namespace dlock {
+
+void report_background_error(const error_handler& handler, std::exception_ptr error) noexcept {
+  try {
+    if (handler) {
+      handler(error);
+      return;
+    }
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << '\n';
+  } catch (...) {
+    std::cerr << "dlock: unknown error in background work\n";
+  }
+}
+
+backend::~backend() = default;
+
+std::optional<std::uint32_t> backend::current_count(const acquire_request&) {
+  return std::nullopt;
+}
+
+void backend::attach_events(std::shared_ptr<backend_events> events) noexcept {
+  events_ = std::move(events);
+}
+
+namespace {
+
+class printing_events final : public backend_events {
+ public:
+  void acquire_waiting() noexcept override {}
+  void extension_failed() noexcept override {}
+  void background_error(std::exception_ptr error) noexcept override {
+    report_background_error({}, std::move(error));
+  }
+};
+
+}  // namespace
+
+backend_events& backend::events() const noexcept {
+  static printing_events fallback;
+  return events_ ? *events_ : static_cast<backend_events&>(fallback);
+}
+
+std::unique_ptr<lease> backend::try_acquire_inline(const acquire_request&) {
+  throw std::logic_error(message("this backend has no inline acquire"));
+}
+
+std::string backend::message(std::string_view what) const {
+  std::string text = "dlock: ";
+  text += scheme();
+  text += ' ';
+  text += endpoint();
+  text += ": ";
+  text += what;
+  return text;
+}
+
+std::string backend::message(std::string_view what, std::string_view name) const {
+  return message(what) + " for lock '" + naming::quote_for_message(name) + "'";
+}
+
+std::invalid_argument backend::max_count_mismatch(const acquire_request& request,
+                                                  std::uint64_t recorded,
+                                                  std::string_view where) const {
+  std::string what = "semaphore '" + naming::quote_for_message(request.name) +
+                     "' is used with max_count " + std::to_string(request.max_count) +
+                     " here but " + std::to_string(recorded) + " by its holders";
+  if (!where.empty()) {
+    what += " (recorded in ";
+    what += where;
+    what += ')';
+  }
+  return std::invalid_argument(message(what));
+}
+
+}  // namespace dlock

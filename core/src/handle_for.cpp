@@ -1,0 +1,63 @@
+// A grant becomes a handle here, and a maximum hold time is enforced.
+#include "held_lock.hpp"
+
+namespace dlock::detail {
+
+struct handle_access {
+  static lock_handle make(std::unique_ptr<held_lock> state) noexcept {
+    return lock_handle(std::move(state));
+  }
+};
+
+namespace {
+
+// At the deadline: tell the holder first (lost), then free the lock for the others.
+void enforce_hold_limit(const std::weak_ptr<hold_limit>& weak_limit,
+                        const std::weak_ptr<lock_service>& weak_service) {
+  auto limit = weak_limit.lock();
+  if (!limit) return;
+  std::shared_ptr<lease> expired;
+  {
+    std::lock_guard lock(limit->mutex);
+    expired = limit->claimed ? nullptr : limit->granted.lock();
+  }
+  if (!expired) return;
+  // Outside the mutex: a stop_callback may release the handle at once.
+  expired->lost_signal().request_stop();
+  {
+    std::lock_guard lock(limit->mutex);
+    if (limit->claimed) return;
+    limit->claimed = true;
+  }
+  try {
+    expired->release();
+  } catch (...) {
+    if (auto service = weak_service.lock()) {
+      provider_stats::add(service->stats().release_errors);
+      service->report(std::current_exception());
+    }
+  }
+}
+
+}  // namespace
+
+lock_handle handle_for(const lock_target& target, std::unique_ptr<lease> granted) {
+  auto state = std::make_unique<held_lock>();
+  state->service = target.service;
+  state->granted = std::move(granted);
+  state->name = target.name;
+  if (target.max_hold > std::chrono::nanoseconds::zero()) {
+    auto limit = std::make_shared<hold_limit>(target.service->backend().executor());
+    limit->granted = state->granted;
+    limit->timer.expires_after(target.max_hold);
+    limit->timer.async_wait([weak_limit = std::weak_ptr<hold_limit>(limit),
+                             weak_service = std::weak_ptr<lock_service>(target.service)](
+                                boost::system::error_code ec) {
+      if (!ec) enforce_hold_limit(weak_limit, weak_service);
+    });
+    state->limit = std::move(limit);
+  }
+  return handle_access::make(std::move(state));
+}
+
+}  // namespace dlock::detail

@@ -1,0 +1,57 @@
+// Private to core: what a non-empty lock_handle owns, and the maximum-hold timer of a grant.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <dlock/core/backend/lease.hpp>
+#include <dlock/core/detail/acquire.hpp>
+#include <dlock/core/lock_handle.hpp>
+
+#include "lock_service.hpp"
+
+namespace dlock::detail {
+
+/// The timer of a grant with a maximum hold time, and who releases the lease: the handle or
+/// the timer, whichever claims it first (under the mutex; the release itself runs outside it,
+/// since a networked lease may wait on the provider's thread).
+struct hold_limit {
+  explicit hold_limit(const boost::asio::any_io_executor& executor) : timer(executor) {}
+  std::mutex mutex;
+  bool claimed = false;
+  std::weak_ptr<lease> granted;
+  boost::asio::steady_timer timer;
+};
+
+/// Whether on_lost callbacks may still run: cleared by release, checked by each posted
+/// callback under the mutex (recursive: a callback may release its own handle).
+struct callbacks_gate {
+  std::recursive_mutex mutex;
+  bool open = true;
+};
+
+/// What a non-empty lock_handle owns.
+struct held_lock {
+  using lost_callback = std::stop_callback<std::function<void()>>;
+
+  std::shared_ptr<lock_service> service;
+  std::shared_ptr<lease> granted;     // shared with a hold limit's timer while it releases
+  std::shared_ptr<hold_limit> limit;  // null without a maximum hold time
+  std::shared_ptr<callbacks_gate> callbacks_open = std::make_shared<callbacks_gate>();
+  std::string name;
+  std::mutex callbacks_mutex;
+  std::vector<std::unique_ptr<lost_callback>> on_lost_callbacks;
+};
+
+/// The handle of a grant of `target`, with its maximum-hold timer started when the target
+/// has a limit (at the limit the lease is marked lost, then released).
+lock_handle handle_for(const lock_target& target, std::unique_ptr<lease> granted);
+
+}  // namespace dlock::detail

@@ -1,0 +1,44 @@
+// The checks and lookups the primitives' inline templates call (detail/acquire.hpp).
+#include <stdexcept>
+
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/detail/acquire.hpp>
+
+#include "acquire_op.hpp"
+#include "lock_service.hpp"
+
+namespace dlock::detail {
+
+lock_target with_max_hold(lock_target target, std::chrono::nanoseconds max_hold) {
+  if (max_hold < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: negative max_hold for lock '" +
+                                naming::quote_for_message(target.name) + "'");
+  }
+  target.max_hold = max_hold;
+  return target;
+}
+
+void check_timeout(const lock_target& target, std::chrono::nanoseconds timeout) {
+  if (timeout < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: negative timeout for lock '" +
+                                naming::quote_for_message(target.name) + "'");
+  }
+}
+
+boost::asio::any_io_executor executor_of(const lock_target& target) {
+  return target.service->backend().executor();
+}
+
+void start_acquire(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
+                   std::stop_token stop, bool fail_with_error, try_acquire_completion done) {
+  check_timeout(target, timeout);
+  std::make_shared<acquire_op>(target, mode, timeout, std::move(stop), fail_with_error,
+                               std::move(done))
+      ->start();
+}
+
+std::optional<std::uint32_t> current_count(const lock_target& target) {
+  return target.service->backend().current_count(request_for(target, lock_mode::exclusive));
+}
+
+}  // namespace dlock::detail
