@@ -11,21 +11,13 @@
 #include <string_view>
 
 #include <dlock/core/provider.hpp>
+#include <dlock/memory/options.hpp>
 
 namespace dlock::memory {
 
 namespace detail {
 class memory_backend;
 }
-
-/// Options of a memory provider.
-struct options {
-  /// Providers with the same domain share their locks, as clients of one server would;
-  /// different domains are independent. A domain lives as long as the process.
-  std::string domain;
-  /// Receives errors that have no caller (none are expected from this backend).
-  error_handler on_error;
-};
 
 /// The in-process provider. Thread safety: as dlock::provider.
 ///

@@ -1,0 +1,158 @@
+// One acquire of a lock file or of a semaphore's slot files (see acquire.hpp).
+#include "acquire.hpp"
+
+#include <sys/stat.h>
+
+#include <boost/asio/post.hpp>
+
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/errors.hpp>
+
+#include "file_backend.hpp"
+#include "lease.hpp"
+
+namespace dlock::file::detail {
+
+file_acquire::file_acquire(std::shared_ptr<file_backend> backend, acquire_request request,
+                           acquire_completion done)
+    : backend_(std::move(backend)),
+      request_(std::move(request)),
+      done_(std::move(done)),
+      executor_(backend_->executor()),
+      retry_timer_(executor_) {
+  if (request_.kind == primitive::semaphore) {
+    const std::string base = backend_->semaphore_file_name(request_.name);
+    count_file_ = backend_->directory() / base;
+    for (std::uint32_t i = 0; i < request_.max_count; ++i) {
+      candidates_.push_back({base + "." + std::to_string(i), {}});
+    }
+  } else {
+    candidates_.push_back({backend_->lock_file_name(request_.name), {}});
+  }
+}
+
+void file_acquire::start() {
+  boost::asio::post(executor_, [self = shared_from_this()] { self->attempt(); });
+}
+
+void file_acquire::cancel() noexcept {
+  boost::asio::post(executor_, [self = shared_from_this()] {
+    if (!self->finished_) self->finish(nullptr, nullptr);
+  });
+}
+
+void file_acquire::on_file_event() {
+  attempt();
+  // The kernel reports a close before it drops the closer's flock, so a release by another
+  // program (flock(1), a crashed process) can still be in the way of the attempt it woke;
+  // look again shortly rather than after a whole retry_period.
+  if (!finished_) arm_retry_timer(std::chrono::milliseconds(2));
+}
+
+void file_acquire::attempt() {
+  if (finished_) return;
+  std::unique_ptr<lease> granted;
+  try {
+    granted = try_once();
+  } catch (...) {
+    finish(std::current_exception(), nullptr);
+    return;
+  }
+  if (granted || !request_.wait) {
+    finish(nullptr, std::move(granted));
+    return;
+  }
+  if (!waiting_) {
+    waiting_ = true;
+    backend_->events().acquire_waiting();
+    for (const candidate& c : candidates_) backend_->add_waiter(c.file, this);
+    // A release between our try and the registration raised no event we would see: try
+    // once more now that any later one will.
+    attempt();
+    return;
+  }
+  arm_retry_timer(backend_->settings().retry_period);
+}
+
+std::unique_ptr<lease> file_acquire::try_once() {
+  try {
+    if (request_.kind == primitive::semaphore) check_count();
+    for (candidate& c : candidates_) {
+      const std::filesystem::path path = backend_->directory() / c.file;
+      for (int reopen = 0;; ++reopen) {
+        if (!c.fd) c.fd = open_lock_file(path);
+        if (!try_flock(c.fd.get(), request_.mode)) break;
+        if (path_names_fd(path, c.fd.get())) return grant(c, path);
+        // Locked a file that was removed or replaced since we opened it: that lock
+        // excludes nobody. Drop it and lock what the path names now.
+        c.fd.reset();
+        if (reopen == 1000) {
+          throw file_failure{path.string() + " keeps being replaced while being locked"};
+        }
+      }
+    }
+  } catch (const file_failure& failure) {
+    throw connection_error(backend_->message(failure.what, request_.name));
+  }
+  return nullptr;
+}
+
+std::uint32_t file_acquire::current_count() {
+  try {
+    check_count();
+    const auto held = flocked_files();
+    std::uint32_t free = 0;
+    for (const candidate& c : candidates_) {
+      struct stat slot {};
+      const auto path = backend_->directory() / c.file;
+      if (::stat(path.c_str(), &slot) != 0 || !is_flocked(held, slot)) ++free;
+    }
+    return free;
+  } catch (const file_failure& failure) {
+    throw connection_error(backend_->message(failure.what, request_.name));
+  }
+}
+
+void file_acquire::check_count() {
+  if (count_fd_) return;
+  count_fd_ = open_lock_file(count_file_);
+  const std::uint32_t stored = check_semaphore_count(count_fd_.get(), request_.max_count);
+  if (stored != request_.max_count) {
+    throw backend_->max_count_mismatch(request_, stored, count_file_.string());
+  }
+}
+
+std::unique_ptr<lease> file_acquire::grant(candidate& c, const std::filesystem::path& path) {
+  const int counter_fd = request_.kind == primitive::semaphore ? count_fd_.get() : c.fd.get();
+  // A LOCK_EX holder of its own file is the only grant that can touch the counter; readers
+  // and the slots of a semaphore share theirs and take the byte-range lock.
+  const bool sole_holder =
+      request_.kind != primitive::semaphore && request_.mode == lock_mode::exclusive;
+  const std::uint64_t token = next_fencing_token(counter_fd, sole_holder);
+  return std::make_unique<file_lease>(backend_, path, c.file, std::move(c.fd),
+                                      request_.mode == lock_mode::exclusive, token);
+}
+
+void file_acquire::arm_retry_timer(std::chrono::nanoseconds after) {
+  retry_timer_.expires_after(after);
+  retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    if (auto self = weak.lock(); self && !ec) self->attempt();
+  });
+}
+
+void file_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  finished_ = true;
+  retry_timer_.cancel();
+  if (waiting_) {
+    for (const candidate& c : candidates_) backend_->remove_waiter(c.file, this);
+    waiting_ = false;
+  }
+  candidates_.clear();
+  count_fd_.reset();
+  auto done = std::move(done_);
+  // As in core: let the caller, not this thread, hold the last reference to the backend.
+  backend_.reset();
+  done(std::move(error), std::move(granted));
+}
+
+}  // namespace dlock::file::detail

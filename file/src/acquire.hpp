@@ -1,0 +1,68 @@
+// Private to dlock::file: one acquire of a lock file or of a semaphore's slot files.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <dlock/core/backend/backend.hpp>
+
+#include "lock_files.hpp"
+
+namespace dlock::file::detail {
+
+class file_backend;
+
+/// One acquire: tries the lock file (or each slot file) with LOCK_NB and, when told to
+/// wait, tries again whenever one of them is closed, removed or renamed. Runs on the io
+/// thread only; cancel() posts there.
+class file_acquire final : public acquire_operation,
+                           public std::enable_shared_from_this<file_acquire> {
+ public:
+  file_acquire(std::shared_ptr<file_backend> backend, acquire_request request,
+               acquire_completion done);
+
+  /// Makes the first attempt on the io thread.
+  void start();
+  void cancel() noexcept override;
+  /// A watched file was closed, removed or renamed.
+  void on_file_event();
+
+  /// One pass over the lock file (or the slot files): the lease, or nullptr when all are
+  /// taken. Throws connection_error, or std::invalid_argument for a semaphore max_count
+  /// mismatch. Safe on any thread for an operation that is not started (the inline path).
+  std::unique_ptr<lease> try_once();
+  /// The slots of the semaphore not held now. Throws as try_once.
+  std::uint32_t current_count();
+
+ private:
+  struct candidate {
+    std::string file;
+    // Kept open while waiting: closing it would raise the very close event that wakes
+    // every waiter, this one included, and the waiters would wake each other forever.
+    unique_fd fd;
+  };
+
+  void attempt();
+  void check_count();
+  std::unique_ptr<lease> grant(candidate& c, const std::filesystem::path& path);
+  void arm_retry_timer(std::chrono::nanoseconds after);
+  void finish(std::exception_ptr error, std::unique_ptr<lease> granted);
+
+  std::shared_ptr<file_backend> backend_;
+  acquire_request request_;
+  acquire_completion done_;
+  boost::asio::any_io_executor executor_;
+  boost::asio::steady_timer retry_timer_;
+  std::vector<candidate> candidates_;
+  std::filesystem::path count_file_;
+  unique_fd count_fd_;
+  bool waiting_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace dlock::file::detail

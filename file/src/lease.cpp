@@ -1,0 +1,65 @@
+// A granted file lock: the open, flock'ed file (see lease.hpp).
+#include "lease.hpp"
+
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <dlock/core/errors.hpp>
+
+#include "file_backend.hpp"
+
+namespace dlock::file::detail {
+
+file_lease::file_lease(std::shared_ptr<file_backend> backend, std::filesystem::path path,
+                       std::string file, unique_fd fd, bool exclusive,
+                       std::uint64_t fencing_token)
+    : lease(fencing_token),
+      backend_(std::move(backend)),
+      path_(std::move(path)),
+      file_(std::move(file)),
+      fd_(std::move(fd)),
+      exclusive_(exclusive) {
+  backend_->add_held(file_, this);
+}
+
+file_lease::~file_lease() {
+  if (fd_) {
+    backend_->remove_held(file_, this);
+    unlock_and_close();
+  }
+}
+
+// Unlocks before closing: the close wakes waiters (inotify), and they must find it unlocked.
+void file_lease::unlock_and_close() noexcept {
+  ::flock(fd_.get(), LOCK_UN);
+  fd_.reset();
+}
+
+void file_lease::release() {
+  if (!fd_) return;
+  backend_->remove_held(file_, this);
+  // Unlinking while still holding the lock is what makes removal safe: a contender that
+  // opened the old file and locks it after us finds that the path no longer names it.
+  if (backend_->settings().remove_files_on_release && exclusive_ && !lost()) {
+    try {
+      if (path_names_fd(path_, fd_.get())) ::unlink(path_.c_str());
+    } catch (const file_failure&) {
+      // Keeping the file is always safe; only its removal was optional.
+    }
+  }
+  unlock_and_close();
+}
+
+bool file_lease::file_replaced() {
+  if (lost() || !fd_) return false;
+  try {
+    return !path_names_fd(path_, fd_.get());
+  } catch (const file_failure& failure) {
+    backend_->events().background_error(
+        std::make_exception_ptr(connection_error(
+            backend_->message(failure.what + " while checking a held lock"))));
+    return false;
+  }
+}
+
+}  // namespace dlock::file::detail

@@ -1,0 +1,39 @@
+// Private to dlock::file: a granted file lock.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <dlock/core/backend/lease.hpp>
+
+#include "lock_files.hpp"
+
+namespace dlock::file::detail {
+
+class file_backend;
+
+/// A granted file lock: the open, flock'ed file.
+class file_lease final : public dlock::lease {
+ public:
+  file_lease(std::shared_ptr<file_backend> backend, std::filesystem::path path, std::string file,
+             unique_fd fd, bool exclusive, std::uint64_t fencing_token);
+  ~file_lease() override;
+  void release() override;
+
+  /// True when its path no longer names its file (removed or replaced) and it is not yet
+  /// marked lost. Called under held_mutex_, so it never marks the lease lost itself.
+  bool file_replaced();
+
+ private:
+  void unlock_and_close() noexcept;
+
+  std::shared_ptr<file_backend> backend_;
+  std::filesystem::path path_;
+  std::string file_;
+  unique_fd fd_;
+  bool exclusive_;
+};
+
+}  // namespace dlock::file::detail
