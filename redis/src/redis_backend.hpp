@@ -21,7 +21,7 @@
 #include <dlock/core/backend/io_thread.hpp>
 #include <dlock/redis/provider.hpp>
 
-#include "connection.hpp"
+#include "node.hpp"
 #include "scripts.hpp"
 
 namespace dlock::redis::detail {
