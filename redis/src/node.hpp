@@ -52,9 +52,6 @@ class node {
   /// Removes `listener`; unsubscribes when it was the last. No-op when not listening.
   void unlisten(const std::string& channel, const channel_listener* listener);
 
-  /// Channels with a subscription (for tests of what a cancelled wait leaves behind).
-  std::size_t channels_in_use() const noexcept { return channels_.size(); }
-
   /// Drops both connections, as a lost connection would (for fault handling).
   void drop(const std::string& why);
 

@@ -6,7 +6,7 @@
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/backend/provider_url.hpp>
 
-#include "redis_backend.hpp"
+#include "backend.hpp"
 
 namespace dlock::redis {
 
