@@ -84,7 +84,7 @@ std::optional<std::uint32_t> redis_backend::current_count(const acquire_request&
   }
   const key_set keys = keys_for(request);
   return call_and_wait<std::uint32_t>(
-      network_->executor(), options_.command_timeout * 2,
+      network_->executor(), options_.release_timeout,
       message("no answer to the slot count", request.name),
       [this, keys, request](const blocking_reply<std::uint32_t>& reply) {
         nodes_->eval_everywhere(
@@ -158,7 +158,7 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
     return;
   }
   call_and_wait<bool>(
-      network_->executor(), options_.command_timeout * 2,
+      network_->executor(), options_.release_timeout,
       message("no answer to the release", grant->name),
       [this, grant, arguments](const blocking_reply<bool>& reply) {
         nodes_->eval_everywhere(

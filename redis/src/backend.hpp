@@ -66,8 +66,9 @@ class redis_backend final : public dlock::backend,
                                const std::string& token,
                                std::chrono::steady_clock::time_point valid_until,
                                std::uint64_t fencing_token);
-  /// Releases `grant`: stops extending it first, then deletes it on every node. Waits unless
-  /// called on the network thread or `wait` is false.
+  /// Releases `grant`: stops extending it first, then deletes it on every node. Waits (at most
+  /// release_timeout for the network thread) unless called on the network thread or `wait` is
+  /// false.
   /// Throws connection_error (when waiting) if no majority of nodes confirmed.
   void release(const std::shared_ptr<held_grant>& grant, bool wait);
 

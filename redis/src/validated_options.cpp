@@ -34,6 +34,9 @@ options validated(options opts) {
   if (opts.command_timeout < std::chrono::nanoseconds::zero()) {
     throw std::invalid_argument("dlock: redis options: command_timeout must not be negative");
   }
+  if (opts.release_timeout <= std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: redis options: release_timeout must be positive");
+  }
   if (opts.client_name.empty() ||
       opts.client_name.find_first_of(" \t\r\n") != std::string::npos) {
     throw std::invalid_argument(

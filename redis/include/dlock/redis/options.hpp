@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <dlock/core/errors.hpp>
+#include <dlock/core/provider.hpp>
 
 namespace dlock::redis {
 
@@ -20,6 +21,13 @@ struct server {
 
 /// Options of a Redis provider; validated by the provider's constructor, which throws
 /// std::invalid_argument naming the field that is invalid.
+///
+/// Timing: a grant lives `expiry` unless the watchdog extends it (every `extend_every`);
+/// every command waits at most `command_timeout` for its reply (per node with RedLock); a
+/// caller waiting for the provider's network thread (release() with RedLock, a semaphore's
+/// current_count()) waits at most `release_timeout`. A RedLock release waits for every node's
+/// answer or its command timeout, so keep `release_timeout` above `command_timeout` there, or
+/// a release that a majority confirmed may still throw while one node is silent.
 struct options {
   /// One server, or N >= 2 independent servers for RedLock (an odd N, 3 or 5, is the useful
   /// choice: a grant needs a majority). Required.
@@ -38,6 +46,11 @@ struct options {
   /// How long a command may wait for its reply before the connection counts as lost; zero
   /// means expiry / 3, at most 5 s. With RedLock it is the per-node timeout.
   std::chrono::nanoseconds command_timeout{};
+  /// How long a call that waits for the network thread (release() with RedLock, a semaphore's
+  /// current_count()) waits for its answer before it throws connection_error; a lease not
+  /// deleted then runs out on the servers within `expiry`. Positive. (On one server, release()
+  /// runs on the caller's thread and is bounded by command_timeout.)
+  std::chrono::nanoseconds release_timeout = dlock::default_release_timeout;
   /// Prepended to every key and channel.
   std::string key_prefix = "dlock:";
   /// Plain-key mode: the exclusive lock `name` is the plain key `<key_prefix><name>` holding

@@ -48,8 +48,8 @@ class provider : public dlock::provider {
 
 /// Registers the `redis://` scheme with dlock::make_provider:
 /// `redis://[user:password@]host[:port][,host[:port]...][/db][?options]` with options
-/// expiry=30s, extend_every=10s, command_timeout=5s, prefix=dlock:, plain_keys=false,
-/// client_name=dlock.
+/// expiry=30s, extend_every=10s, command_timeout=5s, release_timeout=5s, prefix=dlock:,
+/// plain_keys=false, client_name=dlock.
 /// Several hosts mean RedLock.
 void register_scheme();
 
