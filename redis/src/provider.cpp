@@ -6,7 +6,7 @@
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/backend/provider_url.hpp>
 
-#include "redis_backend.hpp"
+#include "backend.hpp"
 
 namespace dlock::redis {
 
@@ -63,6 +63,9 @@ void register_scheme() {
     }
     if (auto value = url.take_option("command_timeout")) {
       opts.command_timeout = parse_duration("command_timeout", *value);
+    }
+    if (auto value = url.take_option("release_timeout")) {
+      opts.release_timeout = parse_duration("release_timeout", *value);
     }
     if (auto value = url.take_option("prefix")) opts.key_prefix = *value;
     if (auto value = url.take_option("client_name")) opts.client_name = *value;

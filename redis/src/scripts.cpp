@@ -189,4 +189,8 @@ const script& count_script() {
   return instance;
 }
 
+std::string milliseconds_argument(std::chrono::nanoseconds duration) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(duration).count());
+}
+
 }  // namespace dlock::redis::detail

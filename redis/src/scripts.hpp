@@ -2,12 +2,17 @@
 //
 // Every script takes the same KEYS of a name (keys.hpp: key_set) and dispatches on a kind
 // argument: "lock" (an exclusive lock), "read" and "write" (a reader-writer lock), "sem" (a
-// semaphore). They are called by SHA (EVALSHA) and sent in full (EVAL) only after NOSCRIPT.
+// semaphore; keys.hpp: script_argument). eval.hpp calls them by SHA (EVALSHA) and sends them
+// in full (EVAL) only after NOSCRIPT.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace dlock::redis::detail {
+
+/// A duration as the scripts take it: whole milliseconds, in decimal.
+std::string milliseconds_argument(std::chrono::nanoseconds duration);
 
 struct script {
   std::string source;

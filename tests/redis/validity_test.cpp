@@ -1,7 +1,7 @@
 // RedLock's validity arithmetic, a pure function of the expiry and the send time.
 #include <catch2/catch.hpp>
 
-#include "redis_backend.hpp"
+#include "redlock.hpp"
 
 using namespace std::chrono_literals;
 using dlock::redis::detail::clock_drift;

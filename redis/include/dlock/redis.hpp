@@ -2,4 +2,5 @@
 #pragma once
 
 #include <dlock/core.hpp>
+#include <dlock/redis/options.hpp>
 #include <dlock/redis/provider.hpp>

@@ -6,58 +6,18 @@
 // on a PUBLISH made by the release. docs/redis.md describes keys, scripts, RedLock and faults.
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <optional>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include <dlock/core/provider.hpp>
+#include <dlock/redis/options.hpp>
 
 namespace dlock::redis {
 
 namespace detail {
 class redis_backend;
 }
-
-/// One server's address.
-struct server {
-  std::string host;
-  std::uint16_t port = 6379;
-};
-
-/// Options of a Redis provider; validated by the provider's constructor.
-struct options {
-  /// One server, or N >= 2 independent servers for RedLock (an odd N, 3 or 5, is the useful
-  /// choice: a grant needs a majority). Required.
-  std::vector<server> servers;
-  /// ACL user (empty: the default user) and password, used on every server. The password
-  /// never appears in a message.
-  std::string user;
-  std::optional<std::string> password;
-  /// Logical database (SELECT) on every server.
-  int database = 0;
-  /// A grant's lease. A holder that dies frees its lock within this time. Must be >= 10 ms.
-  std::chrono::nanoseconds expiry = std::chrono::seconds(30);
-  /// How often the watchdog extends every held lease; zero means expiry / 3. Must be below
-  /// the expiry.
-  std::chrono::nanoseconds extend_every{};
-  /// How long a command may wait for its reply before the connection counts as lost; zero
-  /// means expiry / 3, at most 5 s. With RedLock it is the per-node timeout.
-  std::chrono::nanoseconds command_timeout{};
-  /// Prepended to every key and channel.
-  std::string key_prefix = "dlock:";
-  /// Plain-key mode: the exclusive lock `name` is the plain key `<key_prefix><name>` holding
-  /// a random value with an expiry, the key that `SET key value NX PX ms` makes, so dlock and
-  /// other clients that lock this way exclude each other. Reader-writer locks and semaphores
-  /// are unaffected.
-  bool plain_keys = false;
-  /// The connections' name in CLIENT LIST (CLIENT SETNAME), to find or end them there.
-  std::string client_name = "dlock";
-  /// Receives errors of background work (the watchdog) and of releases in destructors.
-  error_handler on_error;
-};
 
 /// The Redis provider.
 ///
@@ -88,8 +48,8 @@ class provider : public dlock::provider {
 
 /// Registers the `redis://` scheme with dlock::make_provider:
 /// `redis://[user:password@]host[:port][,host[:port]...][/db][?options]` with options
-/// expiry=30s, extend_every=10s, command_timeout=5s, prefix=dlock:, plain_keys=false,
-/// client_name=dlock.
+/// expiry=30s, extend_every=10s, command_timeout=5s, release_timeout=5s, prefix=dlock:,
+/// plain_keys=false, client_name=dlock.
 /// Several hosts mean RedLock.
 void register_scheme();
 

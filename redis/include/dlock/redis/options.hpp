@@ -1,0 +1,67 @@
+// dlock/redis/options.hpp: dlock::redis::options, what a Redis provider is told: its servers
+// (one, or N for RedLock), log-in, lease timing, key layout and error hook.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <dlock/core/errors.hpp>
+#include <dlock/core/provider.hpp>
+
+namespace dlock::redis {
+
+/// One server's address.
+struct server {
+  std::string host;
+  std::uint16_t port = 6379;
+};
+
+/// Options of a Redis provider; validated by the provider's constructor, which throws
+/// std::invalid_argument naming the field that is invalid.
+///
+/// Timing: a grant lives `expiry` unless the watchdog extends it (every `extend_every`);
+/// every command waits at most `command_timeout` for its reply (per node with RedLock); a
+/// caller waiting for the provider's network thread (release() with RedLock, a semaphore's
+/// current_count()) waits at most `release_timeout`. A RedLock release waits for every node's
+/// answer or its command timeout, so keep `release_timeout` above `command_timeout` there, or
+/// a release that a majority confirmed may still throw while one node is silent.
+struct options {
+  /// One server, or N >= 2 independent servers for RedLock (an odd N, 3 or 5, is the useful
+  /// choice: a grant needs a majority). Required.
+  std::vector<server> servers;
+  /// ACL user (empty: the default user) and password, used on every server. The password
+  /// never appears in a message.
+  std::string user;
+  std::optional<std::string> password;
+  /// Logical database (SELECT) on every server.
+  int database = 0;
+  /// A grant's lease. A holder that dies frees its lock within this time. Must be >= 10 ms.
+  std::chrono::nanoseconds expiry = std::chrono::seconds(30);
+  /// How often the watchdog extends every held lease; zero means expiry / 3. Must be below
+  /// the expiry.
+  std::chrono::nanoseconds extend_every{};
+  /// How long a command may wait for its reply before the connection counts as lost; zero
+  /// means expiry / 3, at most 5 s. With RedLock it is the per-node timeout.
+  std::chrono::nanoseconds command_timeout{};
+  /// How long a call that waits for the network thread (release() with RedLock, a semaphore's
+  /// current_count()) waits for its answer before it throws connection_error; a lease not
+  /// deleted then runs out on the servers within `expiry`. Positive. (On one server, release()
+  /// runs on the caller's thread and is bounded by command_timeout.)
+  std::chrono::nanoseconds release_timeout = dlock::default_release_timeout;
+  /// Prepended to every key and channel.
+  std::string key_prefix = "dlock:";
+  /// Plain-key mode: the exclusive lock `name` is the plain key `<key_prefix><name>` holding
+  /// a random value with an expiry, the key that `SET key value NX PX ms` makes, so dlock and
+  /// other clients that lock this way exclude each other. Reader-writer locks and semaphores
+  /// are unaffected.
+  bool plain_keys = false;
+  /// The connections' name in CLIENT LIST (CLIENT SETNAME), to find or end them there.
+  std::string client_name = "dlock";
+  /// Receives errors of background work (the watchdog) and of releases in destructors.
+  error_handler on_error;
+};
+
+}  // namespace dlock::redis

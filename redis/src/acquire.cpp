@@ -1,0 +1,300 @@
+#include "acquire.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <dlock/core/errors.hpp>
+
+#include "acquire_answer.hpp"
+#include "backend.hpp"
+#include "scripts.hpp"
+#include "token.hpp"
+
+namespace dlock::redis::detail {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::optional<std::uint64_t> parse_counter(const std::string& text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [stop, error] = std::from_chars(text.data(), end, value);
+  if (error != std::errc{} || stop != end) return std::nullopt;
+  return value;
+}
+
+class redis_acquire final : public acquire_operation,
+                            public channel_listener,
+                            public std::enable_shared_from_this<redis_acquire> {
+ public:
+  redis_acquire(std::shared_ptr<redis_backend> backend, acquire_request request,
+                acquire_completion done)
+      : backend_(std::move(backend)),
+        nodes_(backend_->nodes()),
+        request_(std::move(request)),
+        done_(std::move(done)),
+        keys_(backend_->keys_for(request_)),
+        token_(random_token()),
+        wait_timer_(backend_->network_executor()) {}
+
+  void start() {
+    boost::asio::post(backend_->network_executor(), [self = shared_from_this()] { self->attempt(); });
+  }
+
+  void cancel() noexcept override {
+    boost::asio::post(backend_->network_executor(), [self = shared_from_this()] {
+      // Now, not when the try in flight answers (up to a command timeout): settle() gives
+      // back what that try may still win.
+      self->finish(nullptr, nullptr);
+    });
+  }
+
+  void on_channel_event(channel_event event) override {
+    if (phase_ == phase::finished) return;
+    // Listen again (on every node: listening where already listening is a no-op).
+    if (event == channel_event::lost) listening_ = false;
+    if (phase_ == phase::trying) {
+      retry_at_once_ = true;  // the try in flight may have seen the holder that just left
+      return;
+    }
+    wait_timer_.cancel();
+    attempt();
+  }
+
+ private:
+  /// Where the operation is. A try's answer that comes after `finished` (a stop request
+  /// meanwhile) is only given back.
+  enum class phase {
+    starting,  ///< posted, no try made yet
+    trying,    ///< a try is in flight (with RedLock: the counter read, then the proposal)
+    waiting,   ///< between tries: for a release message, the holder's lease, or a retry
+    finished,  ///< done_ has run
+  };
+
+  bool multi_node() const { return nodes_.size() > 1; }
+
+  void attempt() {
+    if (phase_ == phase::finished) return;
+    phase_ = phase::trying;
+    retry_at_once_ = false;
+    ++attempts_;
+    if (!multi_node()) {
+      propose(0);
+      return;
+    }
+    // RedLock's fencing token, in two phases: read the counters on a majority and propose
+    // one above the highest; a node grants only if its counter is below the proposal.
+    fence_key_ = keys_.keys[1];
+    nodes_.command_everywhere({"GET", fence_key_}, [self = shared_from_this()](
+                                                       std::vector<command_result> results) {
+      if (self->phase_ == phase::finished) return;  // stopped meanwhile: propose nothing
+      std::uint64_t highest = 0;
+      std::size_t answered = 0;
+      for (auto& r : results) {
+        if (r.failure || r.value.is_error()) continue;
+        if (r.value.type == reply::kind::string) {
+          // A counter changed behind dlock's back is that node's error, not a throw on the
+          // network thread (which would leave the acquire unanswered).
+          const auto counter = parse_counter(r.value.text);
+          if (!counter) {
+            r.failure = "fencing counter " + self->fence_key_ + " holds no number";
+            continue;
+          }
+          highest = std::max(highest, *counter);
+        }
+        ++answered;
+      }
+      if (answered < self->nodes_.majority()) {
+        self->attempt_failed(self->nodes_.failures(results));
+        return;
+      }
+      self->propose(highest + 1);
+    });
+  }
+
+  void propose(std::uint64_t proposal) {
+    const auto sent = clock::now();
+    const bool queue = request_.wait && keys_.kind == key_kind::write;
+    if (queue) queued_writer_ = true;
+    nodes_.eval_everywhere(
+        acquire_script(), keys_,
+        {token_, milliseconds_argument(backend_->settings().expiry),
+         std::string(script_argument(keys_.kind)), std::to_string(proposal),
+         std::to_string(request_.max_count), queue ? "1" : "0"},
+        [self = shared_from_this(), sent, proposal](std::vector<command_result> results) {
+          self->settle(std::move(results), sent, proposal);
+        });
+  }
+
+  void settle(std::vector<command_result> results, clock::time_point sent,
+              std::uint64_t proposal) {
+    std::size_t granted = 0, answered = 0;
+    std::uint64_t fencing_token = proposal;
+    std::optional<std::chrono::milliseconds> wait_hint;
+    std::optional<long long> other_max_count;
+    std::string odd_reply;
+    bool outbid = false;
+    for (const auto& r : results) {
+      const acquire_answer answer = read_acquire_answer(r);
+      if (answer.outcome == acquire_answer::kind::failed) {
+        if (!r.failure) odd_reply = answer.failure;
+        continue;
+      }
+      ++answered;
+      if (answer.outcome == acquire_answer::kind::granted) {
+        ++granted;
+        if (proposal == 0) fencing_token = static_cast<std::uint64_t>(answer.value);
+      } else if (answer.outcome == acquire_answer::kind::other_max_count) {
+        other_max_count = answer.value;
+      } else if (answer.outcome == acquire_answer::kind::stale) {
+        outbid = true;
+      } else if (answer.outcome == acquire_answer::kind::taken && answer.value >= 0) {
+        const milliseconds hint{answer.value};
+        if (!wait_hint || hint < *wait_hint) wait_hint = hint;
+      }
+    }
+    if (phase_ == phase::finished) {  // stopped while this try was in flight
+      give_back(results, granted);
+      return;
+    }
+    if (other_max_count) {
+      give_back(results, granted);
+      finish(std::make_exception_ptr(backend_->max_count_mismatch(request_, *other_max_count)),
+             nullptr);
+      return;
+    }
+    const auto deadline = valid_until(sent, backend_->settings().expiry);
+    if (granted >= nodes_.quorum(keys_.kind) && clock::now() < deadline) {
+      grant(deadline, fencing_token);
+      return;
+    }
+    give_back(results, granted);
+    if (answered < nodes_.quorum(keys_.kind)) {
+      attempt_failed(odd_reply.empty() ? nodes_.failures(results) : odd_reply);
+      return;
+    }
+    trouble_since_.reset();
+    if (outbid) {
+      // Another contender's proposal got there first, and it may have failed as well: the
+      // lock may be free, so try again soon (a few ms, spread) rather than wait for a message.
+      wait_hint = milliseconds(1 + static_cast<int>(random_token()[0] % 8));
+    }
+    not_granted(wait_hint.value_or(std::chrono::duration_cast<milliseconds>(
+        backend_->settings().expiry)));
+  }
+
+  void grant(clock::time_point valid_until, std::uint64_t fencing_token) {
+    auto granted = backend_->grant(request_.name, keys_, token_, valid_until, fencing_token);
+    queued_writer_ = false;  // a granted writer left the queue in the same script
+    finish(nullptr, std::move(granted));
+  }
+
+  // A try that did not win hands back at once what it may hold (a RedLock minority of grants,
+  // or a grant whose reply was lost), so that the next try, ours or another's, can win.
+  void give_back(const std::vector<command_result>& results, std::size_t granted) {
+    const bool unanswered =
+        std::any_of(results.begin(), results.end(), [](const auto& r) { return r.failure; });
+    if (granted > 0 || unanswered) nodes_.give_back(keys_, token_);
+  }
+
+  void not_granted(milliseconds wait_hint) {
+    phase_ = phase::waiting;
+    if (!request_.wait) {
+      finish(nullptr, nullptr);
+      return;
+    }
+    if (!reported_waiting_) {
+      reported_waiting_ = true;
+      backend_->events().acquire_waiting();
+    }
+    if (retry_at_once_) {
+      attempt();
+      return;
+    }
+    if (!listening_) {
+      // The next try runs when the subscription is confirmed.
+      listening_ = true;
+      for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        nodes_.at(i).listen(keys_.channel, shared_from_this());
+      }
+    }
+    // A waiting writer refreshes its place in the queue before it would expire.
+    if (queued_writer_) {
+      wait_hint = std::min(wait_hint, std::chrono::duration_cast<milliseconds>(
+                                          backend_->settings().extend_every));
+    }
+    wait_for(std::max(wait_hint, milliseconds(1)));
+  }
+
+  void wait_for(std::chrono::nanoseconds delay) {
+    wait_timer_.expires_after(delay);
+    wait_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+      if (!error && self->phase_ == phase::waiting) self->attempt();
+    });
+  }
+
+  // A waiting acquire rides out a short outage (a restart, a killed connection) and retries;
+  // the first attempt, and one that has failed for a whole expiry, report it.
+  void attempt_failed(const std::string& why) {
+    phase_ = phase::waiting;
+    const auto now = clock::now();
+    if (!trouble_since_) trouble_since_ = now;
+    if (request_.wait && attempts_ > 1 && now - *trouble_since_ < backend_->settings().expiry) {
+      wait_for(std::min<std::chrono::nanoseconds>(milliseconds(100),
+                                                  backend_->settings().command_timeout));
+      return;
+    }
+    finish(std::make_exception_ptr(connection_error(backend_->message(why, request_.name))),
+           nullptr);
+  }
+
+  void finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
+    if (phase_ == phase::finished) return;
+    phase_ = phase::finished;
+    wait_timer_.cancel();
+    // On every node, whatever listening_ says: after one RedLock node's subscription was lost
+    // (listening_ reset), the others still hold this operation (a no-op where it is absent).
+    for (std::size_t i = 0; i < nodes_.size(); ++i) nodes_.at(i).unlisten(keys_.channel, this);
+    if (queued_writer_ && !granted) {
+      // Leave the writers' queue, so readers held back by it may go on.
+      nodes_.eval_everywhere(release_script(), keys_, {token_, "withdraw", keys_.channel},
+                             [](std::vector<command_result>) {});
+    }
+    auto done = std::move(done_);
+    done(std::move(error), std::move(granted));
+  }
+
+  std::shared_ptr<redis_backend> backend_;
+  node_set& nodes_;  ///< the backend's, alive as long as backend_
+  acquire_request request_;
+  acquire_completion done_;
+  key_set keys_;
+  std::string token_;
+  std::string fence_key_;
+  boost::asio::steady_timer wait_timer_;
+  phase phase_ = phase::starting;
+  bool retry_at_once_ = false;    ///< a channel event came during the try: try again at once
+  bool listening_ = false;        ///< subscribed (or subscribing) to the release channel
+  bool queued_writer_ = false;    ///< in the writers' queue on the servers: withdraw on failure
+  bool reported_waiting_ = false;
+  int attempts_ = 0;
+  std::optional<clock::time_point> trouble_since_;
+};
+
+}  // namespace
+
+std::shared_ptr<acquire_operation> start_acquire_on_network_thread(
+    std::shared_ptr<redis_backend> backend, acquire_request request, acquire_completion done) {
+  auto op = std::make_shared<redis_acquire>(std::move(backend), std::move(request),
+                                            std::move(done));
+  op->start();
+  return op;
+}
+
+}  // namespace dlock::redis::detail

@@ -1,0 +1,177 @@
+#include "backend.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <boost/asio/post.hpp>
+
+#include <dlock/core/backend/blocking_call.hpp>
+#include <dlock/core/errors.hpp>
+
+#include "acquire.hpp"
+#include "acquire_answer.hpp"
+#include "lease.hpp"
+#include "scripts.hpp"
+#include "token.hpp"
+#include "validated_options.hpp"
+
+namespace dlock::redis::detail {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// How many of a release's `results` confirmed it (deleted, or found nothing of ours).
+std::size_t confirmations(const std::vector<command_result>& results) {
+  std::size_t answered = 0;
+  for (const auto& r : results) answered += !r.failure && !r.value.is_error();
+  return answered;
+}
+
+}  // namespace
+
+redis_backend::redis_backend(options opts)
+    : options_(validated(std::move(opts))),
+      keys_(options_.key_prefix, options_.plain_keys),
+      network_(std::make_unique<io_thread>()),
+      nodes_(std::make_shared<node_set>(network_->executor(), options_)),
+      watchdog_(*this) {}
+
+redis_backend::~redis_backend() {
+  network_->stop();
+  io().stop();
+  // After the thread ended (or on it, when it is the one destroying us): hiredis contexts
+  // and their descriptors go before the io_context they are bound to.
+  watchdog_.shut_down();
+  nodes_.reset();
+}
+
+std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& request) {
+  const key_set keys = keys_for(request);
+  const std::string token = random_token();
+  const auto sent = clock::now();
+  const acquire_answer answer = read_acquire_answer(nodes_->eval_here(
+      acquire_script(), keys,
+      {token, milliseconds_argument(options_.expiry), std::string(script_argument(keys.kind)),
+       "0", std::to_string(request.max_count), "0"}));
+  switch (answer.outcome) {
+    case acquire_answer::kind::granted:
+      return grant(request.name, keys, token, valid_until(sent, options_.expiry),
+                   static_cast<std::uint64_t>(answer.value));
+    case acquire_answer::kind::other_max_count:
+      throw max_count_mismatch(request, answer.value);
+    case acquire_answer::kind::failed:
+      // Without a reply it may have been granted all the same: hand it back.
+      // Weakly: a strong reference queued on its own network thread would keep the backend
+      // (and that thread) alive forever.
+      boost::asio::post(network_->executor(), [weak = weak_from_this(), keys, token] {
+        if (auto self = weak.lock()) self->nodes_->give_back(keys, token);
+      });
+      throw connection_error(message(answer.failure, request.name));
+    default:
+      return nullptr;
+  }
+}
+
+std::shared_ptr<acquire_operation> redis_backend::start_acquire(acquire_request request,
+                                                                acquire_completion done) {
+  return start_acquire_on_network_thread(shared_from_this(), std::move(request), std::move(done));
+}
+
+std::optional<std::uint32_t> redis_backend::current_count(const acquire_request& request) {
+  if (network_->running_in_this_thread()) {
+    throw std::logic_error("dlock: redis: current_count() called on the network thread");
+  }
+  const key_set keys = keys_for(request);
+  return call_and_wait<std::uint32_t>(
+      network_->executor(), options_.release_timeout,
+      message("no answer to the slot count", request.name),
+      [this, keys, request](const blocking_reply<std::uint32_t>& reply) {
+        nodes_->eval_everywhere(
+            count_script(), keys, {std::to_string(request.max_count)},
+            [this, reply, keys, request](std::vector<command_result> results) {
+              long long held = 0;
+              std::size_t answered = 0;
+              for (const auto& r : results) {
+                if (r.failure || !r.value.is_integer_pair()) continue;
+                if (r.value.elements[0].integer == -2) {
+                  reply.set_error(std::make_exception_ptr(
+                      max_count_mismatch(request, r.value.elements[1].integer)));
+                  return;
+                }
+                ++answered;
+                held = std::max(held, r.value.elements[0].integer);
+              }
+              if (answered < nodes_->quorum(keys.kind)) {
+                reply.set_error(std::make_exception_ptr(
+                    connection_error(message(nodes_->failures(results), request.name))));
+                return;
+              }
+              reply.set_value(static_cast<std::uint32_t>(
+                  std::max<long long>(0, static_cast<long long>(request.max_count) - held)));
+            });
+      });
+}
+
+std::unique_ptr<lease> redis_backend::grant(const std::string& name, const key_set& keys,
+                                            const std::string& token,
+                                            clock::time_point valid_until,
+                                            std::uint64_t fencing_token) {
+  auto held = std::make_shared<held_grant>();
+  held->name = name;
+  held->keys = keys;
+  held->token = token;
+  held->valid_until = valid_until;
+  auto granted = std::make_unique<redis_lease>(shared_from_this(), held, fencing_token);
+  watchdog_.watch(std::move(held));
+  return granted;
+}
+
+void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait) {
+  // First thing: the watchdog must never extend a grant that is being released.
+  watchdog_.forget(grant);
+  const std::vector<std::string> arguments{
+      grant->token, std::string(script_argument(grant->keys.kind)), grant->keys.channel};
+  if (wait && nodes_->size() == 1 && !network_->running_in_this_thread()) {
+    // One server: straight from the caller's thread, no hop to the network thread and back.
+    const command_result result = nodes_->eval_here(release_script(), grant->keys, arguments);
+    if (result.failure || result.value.is_error()) {
+      throw connection_error(
+          message("release failed: " + nodes_->failures({result}), grant->name));
+    }
+    return;
+  }
+  if (!wait || network_->running_in_this_thread()) {
+    boost::asio::post(network_->executor(), [weak = weak_from_this(), grant, arguments] {
+      auto self = weak.lock();
+      if (!self) return;
+      self->nodes_->eval_everywhere(
+          release_script(), grant->keys, arguments,
+          [weak, grant](std::vector<command_result> results) {
+            auto self = weak.lock();
+            if (!self || confirmations(results) >= self->nodes_->majority()) return;
+            self->events().background_error(std::make_exception_ptr(connection_error(
+                self->message("release failed: " + self->nodes_->failures(results),
+                              grant->name))));
+          });
+    });
+    return;
+  }
+  call_and_wait<bool>(
+      network_->executor(), options_.release_timeout,
+      message("no answer to the release", grant->name),
+      [this, grant, arguments](const blocking_reply<bool>& reply) {
+        nodes_->eval_everywhere(
+            release_script(), grant->keys, arguments,
+            [this, reply, grant](std::vector<command_result> results) {
+              if (confirmations(results) < nodes_->majority()) {
+                reply.set_error(std::make_exception_ptr(connection_error(
+                    message("release failed: " + nodes_->failures(results), grant->name))));
+              } else {
+                reply.set_value(true);
+              }
+            });
+      });
+}
+
+}  // namespace dlock::redis::detail

@@ -1,0 +1,84 @@
+// Private to dlock::redis: the backend behind dlock::redis::provider. Start here; the rest of
+// redis/src is one idea per file:
+//
+//   acquire          a waiting acquire (try, subscribe, try again, wait for a release)
+//   lease            a grant, owned by the handle
+//   watchdog         extends every held lease, marks the lost ones
+//   redlock          the servers as one voting body: fan-out, quorum, give-back, validity
+//   keys, scripts    where a name lives, and the Lua that makes each step atomic (eval: how
+//                    a script is sent); acquire_answer reads the acquire script's reply
+//   node             one server: command and subscriber connections, blocking pool
+//   connection, sync_connections, log_in, reply, asio_adapter   hiredis underneath
+//
+// Threads: asynchronous Redis traffic runs on the backend's network thread (hiredis contexts
+// are not thread-safe): waiting acquires, the watchdog, RedLock fan-outs, releases from the
+// network thread. On one server, a blocking acquire's first attempt and a release run on the
+// caller's thread over a pool of blocking connections instead. The provider's executor (core's
+// timers, completion handlers) is a second thread, io(), so a handler that blocks it delays no
+// extension and no release.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/io_thread.hpp>
+#include <dlock/redis/options.hpp>
+
+#include "keys.hpp"
+#include "redlock.hpp"
+#include "watchdog.hpp"
+
+namespace dlock::redis::detail {
+
+class redis_backend final : public dlock::backend,
+                            public std::enable_shared_from_this<redis_backend> {
+ public:
+  /// Throws std::invalid_argument for an invalid option.
+  explicit redis_backend(options opts);
+  ~redis_backend() override;
+
+  std::string_view scheme() const noexcept override { return "redis"; }
+  std::string endpoint() const override { return nodes_->endpoint(); }
+  bool running_in_this_thread() const noexcept override {
+    return dlock::backend::running_in_this_thread() || network_->running_in_this_thread();
+  }
+  std::optional<std::uint32_t> current_count(const acquire_request& request) override;
+  /// On one server, a blocking acquire makes its first attempt on the caller's thread.
+  bool acquires_inline() const noexcept override { return nodes_->size() == 1; }
+  std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
+  std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
+                                                   acquire_completion done) override;
+
+  boost::asio::any_io_executor network_executor() const { return network_->executor(); }
+  const options& settings() const noexcept { return options_; }
+  node_set& nodes() noexcept { return *nodes_; }
+
+  /// The keys of `request.name` for a request of this kind and mode.
+  key_set keys_for(const acquire_request& request) const { return keys_.keys_for(request, *this); }
+  std::string lock_key(std::string_view name) const { return keys_.lock_key(name); }
+
+  /// Makes the lease of a new grant and puts it under the watchdog. Any thread.
+  std::unique_ptr<lease> grant(const std::string& name, const key_set& keys,
+                               const std::string& token,
+                               std::chrono::steady_clock::time_point valid_until,
+                               std::uint64_t fencing_token);
+  /// Releases `grant`: stops extending it first, then deletes it on every node. Waits (at most
+  /// release_timeout for the network thread) unless called on the network thread or `wait` is
+  /// false.
+  /// Throws connection_error (when waiting) if no majority of nodes confirmed.
+  void release(const std::shared_ptr<held_grant>& grant, bool wait);
+
+ private:
+  options options_;
+  key_scheme keys_;
+  /// All Redis traffic, the watchdog included.
+  std::unique_ptr<io_thread> network_;
+  std::shared_ptr<node_set> nodes_;
+  watchdog watchdog_;
+};
+
+}  // namespace dlock::redis::detail

@@ -1,0 +1,77 @@
+#include "keys.hpp"
+
+#include <stdexcept>
+
+namespace dlock::redis::detail {
+
+namespace {
+
+// Appended to a lock's key in plain-key mode, the key of its fencing counter.
+constexpr std::string_view plain_fence_suffix = ":dlock-fence";
+
+/// A name inside a hash tag: '%', '{' and '}' are written %25, %7B and %7D, so the first '}'
+/// of a key always ends its tag and distinct names never share a key.
+std::string escape_for_tag(std::string_view name) {
+  std::string escaped;
+  escaped.reserve(name.size());
+  for (char c : name) {
+    if (c == '%') {
+      escaped += "%25";
+    } else if (c == '{') {
+      escaped += "%7B";
+    } else if (c == '}') {
+      escaped += "%7D";
+    } else {
+      escaped += c;
+    }
+  }
+  return escaped;
+}
+
+}  // namespace
+
+std::string_view script_argument(key_kind kind) noexcept {
+  switch (kind) {
+    case key_kind::lock: return "lock";
+    case key_kind::read: return "read";
+    case key_kind::write: return "write";
+    case key_kind::semaphore: return "sem";
+  }
+  return "lock";
+}
+
+std::string key_scheme::lock_key(std::string_view name) const {
+  if (plain_keys_) return prefix_ + std::string(name);
+  return prefix_ + "{" + escape_for_tag(name) + "}";
+}
+
+key_set key_scheme::keys_for(const acquire_request& request, const dlock::backend& owner) const {
+  const std::string base = prefix_ + "{" + escape_for_tag(request.name) + "}";
+  switch (request.kind) {
+    case primitive::lock:
+      if (plain_keys_) {
+        const std::string key = lock_key(request.name);
+        // Plain keys are the name as is, so a name could be another lock's counter.
+        if (key.ends_with(plain_fence_suffix)) {
+          throw std::invalid_argument(owner.message(
+              "with plain_keys a lock name may not end in '" + std::string(plain_fence_suffix) +
+                  "' (the fencing counter of the lock without it)",
+              request.name));
+        }
+        return {key_kind::lock, {key, key + std::string(plain_fence_suffix)},
+                key + ":dlock-released"};
+      }
+      return {key_kind::lock, {base, base + ":fence"}, base + ":released"};
+    case primitive::reader_writer_lock:
+      return {request.mode == lock_mode::shared ? key_kind::read : key_kind::write,
+              {base + ":rw:writer", base + ":fence", base + ":rw:readers", base + ":rw:waiting"},
+              base + ":rw:released"};
+    case primitive::semaphore:
+      return {key_kind::semaphore,
+              {base + ":sem", base + ":fence", base + ":sem:max"},
+              base + ":sem:released"};
+  }
+  throw std::invalid_argument("dlock: redis: unknown primitive");
+}
+
+}  // namespace dlock::redis::detail

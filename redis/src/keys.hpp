@@ -1,0 +1,45 @@
+// Private to dlock::redis: where a name lives on a server, the keys and the release channel of
+// each primitive (docs/redis.md, "Keys"), and the key kind every script dispatches on.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <dlock/core/backend/backend.hpp>
+
+namespace dlock::redis::detail {
+
+/// What the keys of a name hold, and so which branch of a script runs.
+enum class key_kind { lock, read, write, semaphore };
+
+/// The kind as the scripts spell it: "lock", "read", "write" or "sem".
+std::string_view script_argument(key_kind kind) noexcept;
+
+/// The keys and channel of one name of one primitive. Every key of a name shares its hash tag.
+struct key_set {
+  key_kind kind = key_kind::lock;
+  std::vector<std::string> keys;  ///< KEYS of the scripts; keys[1] is the fencing counter
+  std::string channel;            ///< where a release PUBLISHes
+};
+
+/// Maps names to keys under a prefix, with or without plain-key mode.
+class key_scheme {
+ public:
+  key_scheme(std::string prefix, bool plain_keys)
+      : prefix_(std::move(prefix)), plain_keys_(plain_keys) {}
+
+  /// The key that holds the exclusive lock `name`.
+  std::string lock_key(std::string_view name) const;
+
+  /// The keys of `request.name` for a request of this kind and mode.
+  /// Throws std::invalid_argument (worded by `owner`) for a plain-key lock name that would be
+  /// another lock's fencing counter.
+  key_set keys_for(const acquire_request& request, const dlock::backend& owner) const;
+
+ private:
+  std::string prefix_;
+  bool plain_keys_;
+};
+
+}  // namespace dlock::redis::detail

@@ -1,0 +1,34 @@
+// Private to dlock::redis: how to reach and log in to one server, the same for the async
+// connections and the blocking pool.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dlock::redis::detail {
+
+/// How to reach and log in to one server.
+struct server_settings {
+  std::string host;
+  std::uint16_t port = 6379;
+  std::string user;                     ///< ACL user; empty: the default user
+  std::optional<std::string> password;  ///< never shown in any message
+  int database = 0;
+  std::chrono::nanoseconds command_timeout = std::chrono::seconds(5);
+  std::string client_name = "dlock";
+};
+
+/// One step of logging in: the command and what its error reply means.
+struct log_in_step {
+  std::vector<std::string> command;
+  std::string failure;  ///< e.g. "authentication failed", followed by the server's words
+};
+
+/// AUTH (when there is a password), SELECT (a database other than 0, not for subscriptions)
+/// and CLIENT SETNAME, in that order.
+std::vector<log_in_step> log_in_steps(const server_settings& settings, bool for_subscriptions);
+
+}  // namespace dlock::redis::detail

@@ -1,0 +1,121 @@
+#include "node.hpp"
+
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+namespace dlock::redis::detail {
+
+node::node(boost::asio::any_io_executor executor, server_settings settings)
+    : executor_(executor),
+      settings_(std::move(settings)),
+      endpoint_(settings_.host + ":" + std::to_string(settings_.port)),
+      commands_(executor, settings_, false, {}),
+      subscriber_(executor, settings_, true, [this] { subscriber_down(); }),
+      blocking_(settings_) {}
+
+node::~node() = default;
+
+void node::drop(const std::string& why) {
+  commands_.drop(why);
+  subscriber_.drop(why);
+}
+
+void node::send_subscription(const char* verb, const std::string& name) {
+  subscriber_.subscription_command({verb, name}, &node::on_subscription_reply, this,
+                                   [this, name](const std::string&) { subscription_failed(name); });
+}
+
+void node::listen(const std::string& name, const std::shared_ptr<channel_listener>& listener) {
+  auto [it, created] = channels_.try_emplace(name);
+  auto& listeners = it->second.listeners;
+  // Listening again is a no-op: a RedLock acquire re-listens on every node after one node's
+  // subscription was lost, and must not be told twice (or kept twice) by the others.
+  if (std::find(listeners.begin(), listeners.end(), listener) != listeners.end()) return;
+  listeners.push_back(listener);
+  if (created) {
+    send_subscription("SUBSCRIBE", name);
+  } else if (it->second.state == subscription::subscribed) {
+    notify({listener}, channel_event::subscribed);
+  }
+}
+
+void node::unlisten(const std::string& name, const channel_listener* listener) {
+  auto it = channels_.find(name);
+  if (it == channels_.end()) return;
+  auto& listeners = it->second.listeners;
+  std::erase_if(listeners, [listener](const auto& l) { return l.get() == listener; });
+  if (listeners.empty() && it->second.state == subscription::subscribed) {
+    it->second.state = subscription::unsubscribing;
+    send_subscription("UNSUBSCRIBE", name);
+  }
+}
+
+void node::notify(std::vector<std::shared_ptr<channel_listener>> listeners, channel_event event) {
+  boost::asio::post(executor_, [listeners = std::move(listeners), event] {
+    for (const auto& listener : listeners) listener->on_channel_event(event);
+  });
+}
+
+void node::on_subscription_reply(redisAsyncContext* context, void* raw_reply, void* privdata) {
+  if (raw_reply == nullptr || context->data == nullptr) return;  // lost: subscriber_down()
+  static_cast<node*>(privdata)->subscription_reply(copy_reply(*static_cast<redisReply*>(raw_reply)));
+}
+
+void node::subscription_reply(const reply& message) {
+  if (message.type != reply::kind::array || message.elements.size() < 2) return;
+  const std::string& verb = message.elements[0].text;
+  auto it = channels_.find(message.elements[1].text);
+  if (it == channels_.end()) return;
+  channel& c = it->second;
+  if (verb == "subscribe") {
+    if (c.listeners.empty()) {
+      c.state = subscription::unsubscribing;
+      send_subscription("UNSUBSCRIBE", it->first);
+    } else {
+      c.state = subscription::subscribed;
+      notify(c.listeners, channel_event::subscribed);
+    }
+  } else if (verb == "message") {
+    notify(c.listeners, channel_event::released);
+  } else if (verb == "unsubscribe" && c.state == subscription::unsubscribing) {
+    if (c.listeners.empty()) {
+      channels_.erase(it);
+    } else {
+      // Listeners came while the UNSUBSCRIBE was in flight: subscribe again for them.
+      c.state = subscription::subscribing;
+      send_subscription("SUBSCRIBE", it->first);
+    }
+  }
+}
+
+// A (UN)SUBSCRIBE that never reached the server (it was down, or the log-in failed): the
+// channel is forgotten and its listeners hear `lost`, as after subscriber_down(), so that
+// they listen again. Told after a pause, so that a server that stays down is not asked in a
+// tight loop of listen, fail, retry.
+void node::subscription_failed(const std::string& name) {
+  auto it = channels_.find(name);
+  if (it == channels_.end()) return;
+  auto listeners = std::move(it->second.listeners);
+  channels_.erase(it);
+  if (listeners.empty()) return;
+  auto pause = std::make_shared<boost::asio::steady_timer>(executor_);
+  pause->expires_after(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(100),
+                                                          settings_.command_timeout));
+  pause->async_wait([pause, listeners = std::move(listeners)](const boost::system::error_code&) {
+    for (const auto& listener : listeners) listener->on_channel_event(channel_event::lost);
+  });
+}
+
+void node::subscriber_down() {
+  std::vector<std::shared_ptr<channel_listener>> everyone;
+  for (auto& [name, c] : channels_) {
+    everyone.insert(everyone.end(), c.listeners.begin(), c.listeners.end());
+  }
+  channels_.clear();
+  notify(std::move(everyone), channel_event::lost);
+}
+
+}  // namespace dlock::redis::detail

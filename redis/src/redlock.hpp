@@ -1,0 +1,88 @@
+// Private to dlock::redis: the provider's servers as one voting body. One server, or N
+// independent servers for RedLock: every step fans out to all of them, a quorum decides, a try
+// that did not win is given back everywhere, and a grant is valid for expiry - elapsed - drift.
+//
+// Everything here runs on the backend's network thread, except eval_here(), the validity
+// arithmetic and the read-only accessors.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include <dlock/core/detail/unique_function.hpp>
+#include <dlock/redis/options.hpp>
+
+#include "keys.hpp"
+#include "node.hpp"
+#include "reply.hpp"
+#include "scripts.hpp"
+
+namespace dlock::redis::detail {
+
+/// RedLock's clock-drift allowance for a lease of `expiry`: 1 % of it plus 2 ms.
+std::chrono::nanoseconds clock_drift(std::chrono::nanoseconds expiry) noexcept;
+
+/// When a grant whose request was sent at `sent` stops being valid: sent + expiry - drift.
+/// Any later time is "expiry - elapsed - drift" from then on; once it has passed, the grant
+/// may belong to someone else (and at acquire, a grant already past it is void).
+std::chrono::steady_clock::time_point valid_until(std::chrono::steady_clock::time_point sent,
+                                                  std::chrono::nanoseconds expiry) noexcept;
+
+/// Settles a fan-out to every node: one result per node, in node order.
+using fan_out_handler = dlock::detail::unique_function<void(std::vector<command_result>)>;
+
+/// The nodes of one provider, in the order of options::servers.
+///
+/// Lifetime: held by the backend in a shared_ptr; a give-back still retrying holds it weakly
+/// and stops once it is gone.
+class node_set : public std::enable_shared_from_this<node_set> {
+ public:
+  /// Makes (does not connect) one node per server. Requires: `opts` validated.
+  node_set(boost::asio::any_io_executor executor, const options& opts);
+
+  /// "host:port[,host:port...]", for messages.
+  const std::string& endpoint() const noexcept { return endpoint_; }
+  std::size_t size() const noexcept { return nodes_.size(); }
+  node& at(std::size_t i) { return *nodes_[i]; }
+  std::size_t majority() const noexcept { return nodes_.size() / 2 + 1; }
+  /// How many nodes must grant and keep confirming a grant of `kind`: a majority, but every
+  /// node for a semaphore. Majorities of different holders overlap in one node only, so with
+  /// slots counted per node they could admit more than max_count holders in all.
+  std::size_t quorum(key_kind kind) const noexcept {
+    return kind == key_kind::semaphore ? nodes_.size() : majority();
+  }
+
+  /// Runs `which` on every node at once; `done` gets every node's result.
+  void eval_everywhere(const script& which, const key_set& keys,
+                       const std::vector<std::string>& arguments, fan_out_handler done);
+  /// Sends `arguments` to every node at once.
+  void command_everywhere(const std::vector<std::string>& arguments, fan_out_handler done);
+  /// Runs `which` on node 0 from the calling thread, blocking (any thread).
+  command_result eval_here(const script& which, const key_set& keys,
+                           const std::vector<std::string>& arguments);
+
+  /// Releases whatever `token` may hold under `keys` on every node, answered or not (a try that
+  /// did not win, or whose reply was lost), again while a node gives no reply, until the grant
+  /// would have expired.
+  void give_back(const key_set& keys, const std::string& token);
+
+  /// The endpoints of the nodes whose results failed, separated by "; ", with their failures.
+  std::string failures(const std::vector<command_result>& results) const;
+
+ private:
+  void give_back_on(std::size_t i, const key_set& keys, const std::string& token,
+                    std::chrono::steady_clock::time_point until);
+
+  boost::asio::any_io_executor executor_;
+  std::chrono::nanoseconds expiry_;
+  std::chrono::nanoseconds command_timeout_;
+  std::string endpoint_;
+  std::vector<std::unique_ptr<node>> nodes_;
+};
+
+}  // namespace dlock::redis::detail

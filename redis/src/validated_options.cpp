@@ -1,0 +1,55 @@
+#include "validated_options.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace dlock::redis::detail {
+
+namespace {
+
+std::chrono::nanoseconds positive_or(std::chrono::nanoseconds value,
+                                     std::chrono::nanoseconds fallback) {
+  return value > std::chrono::nanoseconds::zero() ? value : fallback;
+}
+
+}  // namespace
+
+options validated(options opts) {
+  if (opts.servers.empty()) {
+    throw std::invalid_argument("dlock: redis options: servers must name at least one server");
+  }
+  for (const auto& s : opts.servers) {
+    if (s.host.empty()) throw std::invalid_argument("dlock: redis options: a server has no host");
+    if (s.port == 0) {
+      throw std::invalid_argument("dlock: redis options: server '" + s.host + "' has port 0");
+    }
+  }
+  if (opts.expiry < std::chrono::milliseconds(10)) {
+    throw std::invalid_argument("dlock: redis options: expiry must be at least 10ms");
+  }
+  if (opts.extend_every < std::chrono::nanoseconds::zero() || opts.extend_every >= opts.expiry) {
+    throw std::invalid_argument(
+        "dlock: redis options: extend_every must be positive and below the expiry");
+  }
+  if (opts.command_timeout < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: redis options: command_timeout must not be negative");
+  }
+  if (opts.release_timeout <= std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: redis options: release_timeout must be positive");
+  }
+  if (opts.client_name.empty() ||
+      opts.client_name.find_first_of(" \t\r\n") != std::string::npos) {
+    throw std::invalid_argument(
+        "dlock: redis options: client_name must be a non-empty word without spaces");
+  }
+  if (opts.database < 0) {
+    throw std::invalid_argument("dlock: redis options: database must not be negative");
+  }
+  opts.extend_every = positive_or(opts.extend_every, opts.expiry / 3);
+  opts.command_timeout =
+      positive_or(opts.command_timeout, std::min<std::chrono::nanoseconds>(opts.expiry / 3,
+                                                                            std::chrono::seconds(5)));
+  return opts;
+}
+
+}  // namespace dlock::redis::detail

@@ -1,0 +1,65 @@
+// Private to dlock::redis: the watchdog, one timer per provider that extends every held lease
+// every extend_every (pipelined, all sent back to back) and marks a grant lost once it can no
+// longer be confirmed.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "keys.hpp"
+
+namespace dlock::redis::detail {
+
+class redis_backend;
+
+/// What the watchdog knows of one held grant. valid_until and registered are guarded by the
+/// watchdog's mutex; `lost` is the handle's own lost signal.
+struct held_grant {
+  std::string name;
+  key_set keys;
+  std::string token;
+  std::chrono::steady_clock::time_point valid_until;
+  std::stop_source lost;
+  bool registered = true;
+};
+
+/// Keeps the grants of one backend alive.
+///
+/// A grant is lost when an extension answers "not ours" from so many nodes that a quorum can no
+/// longer confirm it, or when its validity passes unconfirmed (the timer wakes for that, too).
+/// A failed extension that leaves the grant valid is reported to the provider's error hook.
+///
+/// Thread safety: watch() and forget() from any thread; the timer runs on the network thread.
+/// Lifetime: a member of `owner`; its handlers hold the owner weakly.
+class watchdog {
+ public:
+  explicit watchdog(redis_backend& owner);
+
+  /// Puts `grant` under watch, starting the timer if it is the only one.
+  void watch(std::shared_ptr<held_grant> grant);
+  /// Takes `grant` from the watch; it is never extended again.
+  void forget(const std::shared_ptr<held_grant>& grant);
+  /// Drops the timer. Requires: the network thread has stopped.
+  void shut_down() noexcept { timer_.reset(); }
+
+ private:
+  void schedule();
+  void tick();
+  void extend(const std::shared_ptr<held_grant>& grant);
+
+  redis_backend& owner_;
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<held_grant>> held_;
+  bool running_ = false;
+  std::chrono::steady_clock::time_point next_extension_;
+  std::optional<boost::asio::steady_timer> timer_;
+};
+
+}  // namespace dlock::redis::detail
