@@ -18,18 +18,12 @@
 #include <dlock/core/distributed_lock.hpp>
 #include <dlock/core/distributed_reader_writer_lock.hpp>
 #include <dlock/core/distributed_semaphore.hpp>
+#include <dlock/core/durations.hpp>
 #include <dlock/core/errors.hpp>
 
 namespace dlock {
 
 class backend;
-
-/// How long a networked backend's release (and any other call that blocks on its thread)
-/// waits for the server by default before it throws connection_error; every networked
-/// backend's options has a release_timeout field with this default (URL option
-/// `release_timeout`). The server then frees the lock by its own means (lease expiry,
-/// session end, connection close), as its backend page says.
-inline constexpr std::chrono::seconds default_release_timeout{5};
 
 /// Counters of one provider since its creation, for a service's metrics system. Counting
 /// is a relaxed atomic increment, cheap enough to leave on.

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <dlock/core/errors.hpp>
-#include <dlock/core/provider.hpp>
+#include <dlock/core/durations.hpp>
 
 namespace dlock::redis {
 

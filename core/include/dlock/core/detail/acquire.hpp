@@ -16,14 +16,12 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
+#include <dlock/core/durations.hpp>
 #include <dlock/core/lock_kind.hpp>
 #include <dlock/core/detail/unique_function.hpp>
 #include <dlock/core/lock_handle.hpp>
 
 namespace dlock {
-
-/// The default timeout of acquire(): wait as long as it takes.
-inline constexpr std::chrono::nanoseconds forever = std::chrono::nanoseconds::max();
 
 namespace detail {
 
