@@ -20,15 +20,12 @@ namespace {
 // How long a withdrawn acquire waits for the server to confirm the deletion of its nodes.
 constexpr auto abandon_wait = std::chrono::milliseconds(80);
 
-std::string basename_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }
-
 }  // namespace
 
 std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<zookeeper_backend> backend,
-                                                 acquire_request request,
-                                                 acquire_completion done) {
-  auto op = std::make_shared<zookeeper_acquire>(std::move(backend), std::move(request),
-                                                std::move(done));
+                                                 acquire_request request, acquire_completion done) {
+  auto op =
+      std::make_shared<zookeeper_acquire>(std::move(backend), std::move(request), std::move(done));
   op->start();
   return op;
 }
@@ -60,15 +57,7 @@ void zookeeper_acquire::cancel() noexcept {
   boost::asio::post(executor_, [self = shared_from_this()] { self->on_cancel(); });
 }
 
-template <class Step>
-auto zookeeper_acquire::step(Step next) {
-  ++calls_out_;
-  return [self = shared_from_this(), next = std::move(next)](auto&&... args) mutable {
-    --self->calls_out_;
-    if (self->phase_ == phase::finished) return;
-    next(*self, std::forward<decltype(args)>(args)...);
-  };
-}
+zk_session& zookeeper_acquire::session() { return backend_->session(); }
 
 zk_handler zookeeper_acquire::wake() {
   return [self = shared_from_this()](zk_reply event) {
@@ -83,7 +72,7 @@ void zookeeper_acquire::begin() {
   drop_watch();
   for (stage& s : stages_) {
     // A node left from the attempt before (the semaphore's lock) must not block others.
-    if (!s.node.empty()) backend_->session().remove(s.node, [](zk_reply) {});
+    if (!s.node.empty()) session().remove(s.node, [](zk_reply) {});
     s = stage{s.parent, s.marker};
   }
   stage_index_ = 0;
@@ -96,21 +85,20 @@ void zookeeper_acquire::create_own() {
 }
 
 void zookeeper_acquire::send_create() {
-  backend_->session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
+  session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
     if (error) return self.fail(error);
     if (self.withdrawing()) return self.abandon();
     stage& s = self.current();
-    self.backend_->session().create(s.parent + "/" + s.prefix + std::string(s.marker), true,
-                          self.step([](zookeeper_acquire& me, zk_reply reply) {
-                            me.on_created(std::move(reply));
-                          }));
+    self.session().create(
+        s.parent + "/" + s.prefix + std::string(s.marker), true,
+        self.step([](zookeeper_acquire& me, zk_reply reply) { me.on_created(std::move(reply)); }));
     if (self.leases_stage()) return;
     // Pipelined: the server runs a session's requests in order, so this listing already
     // shows the node the create makes, and the grant costs one round trip less.
     const auto attempt = ++self.attempt_;
     self.pipelined_listing_ = attempt;
-    self.backend_->session().get_children(s.parent, self.step([attempt](zookeeper_acquire& me,
-                                                              zk_reply reply) {
+    self.session().get_children(s.parent,
+                                self.step([attempt](zookeeper_acquire& me, zk_reply reply) {
                                   me.on_pipelined_listing(attempt, std::move(reply));
                                 }));
   }));
@@ -128,9 +116,10 @@ void zookeeper_acquire::on_created(zk_reply reply) {
   if (withdrawing() && calls_out_ == 0 && !is_connection_loss(reply.rc)) return abandon();
   if (reply.rc == ZNONODE) {
     // dlock records a semaphore's max_count as the data of its leases node.
-    return backend_->session().ensure_path(s.parent, step([](zookeeper_acquire& self, zk_reply made) {
+    return session().ensure_path(s.parent, step([](zookeeper_acquire& self, zk_reply made) {
                                    if (made.rc == ZNONODE) return self.fail_missing_chroot();
-                                   if (made.rc != ZOK) return self.on_call_failed(made.rc, "create");
+                                   if (made.rc != ZOK)
+                                     return self.on_call_failed(made.rc, "create");
                                    self.send_create();
                                  }),
                                  leases_stage() ? std::to_string(request_.max_count) : "");
@@ -142,9 +131,9 @@ void zookeeper_acquire::on_created(zk_reply reply) {
 }
 
 void zookeeper_acquire::find_own() {
-  backend_->session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
+  session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
     if (error) return self.fail(error);
-    self.backend_->session().get_children(
+    self.session().get_children(
         self.current().parent, self.step([](zookeeper_acquire& me, zk_reply reply) {
           if (is_connection_loss(reply.rc)) return me.find_own();
           if (reply.rc == ZNONODE) return me.send_create();
@@ -154,12 +143,12 @@ void zookeeper_acquire::find_own() {
                                    [&](const std::string& c) { return c.starts_with(s.prefix); });
           if (ours == reply.children.end()) return me.send_create();
           s.node = s.parent + "/" + *ours;
-          me.backend_->session().exists(s.node, me.step([](zookeeper_acquire& op, zk_reply found) {
-                                if (found.rc != ZOK) return op.on_call_failed(found.rc, "find");
-                                op.current().czxid = found.czxid;
-                                if (op.withdrawing()) return op.abandon();
-                                op.after_create();
-                              }));
+          me.session().exists(s.node, me.step([](zookeeper_acquire& op, zk_reply found) {
+            if (found.rc != ZOK) return op.on_call_failed(found.rc, "find");
+            op.current().czxid = found.czxid;
+            if (op.withdrawing()) return op.abandon();
+            op.after_create();
+          }));
         }));
   }));
 }
@@ -183,7 +172,7 @@ void zookeeper_acquire::after_create() {
 }
 
 void zookeeper_acquire::check_queue() {
-  backend_->session().get_children(current().parent, step([](zookeeper_acquire& self, zk_reply reply) {
+  session().get_children(current().parent, step([](zookeeper_acquire& self, zk_reply reply) {
                            self.on_queue(std::move(reply));
                          }));
 }
@@ -194,8 +183,8 @@ void zookeeper_acquire::on_queue(zk_reply reply) {
   const stage& s = current();
   const std::string own = basename_of(s.node);
   const auto queue = queue_order(reply.children);
-  auto ours = std::find_if(queue.begin(), queue.end(),
-                           [&](const queued_node& n) { return n.name == own; });
+  auto ours =
+      std::find_if(queue.begin(), queue.end(), [&](const queued_node& n) { return n.name == own; });
   // Our node is gone (deleted by someone, or its session expired): queue again.
   if (ours == queue.end()) return begin();
   std::optional<std::string> predecessor;
@@ -227,54 +216,14 @@ void zookeeper_acquire::at_head_of_queue() {
   grant();
 }
 
-void zookeeper_acquire::check_leases() {
-  if (!count_checked_) {
-    // Pipelined before the listing: the count recorded with the leases, checked once.
-    backend_->session().get_data(current().parent, step([](zookeeper_acquire& self, zk_reply reply) {
-                         self.count_checked_ = true;
-                         if (reply.rc != ZOK) return;  // the listing reports the failure
-                         self.count_error_ = recorded_count_mismatch(
-                             *self.backend_, self.request_, reply.data, self.current().parent);
-                       }));
-  }
-  zk_handler on_change = wake();
-  backend_->session().get_children(current().parent, step([](zookeeper_acquire& self, zk_reply reply) {
-                           self.on_leases(std::move(reply));
-                         }),
-                         &on_change, &watch_id_);
-}
-
-void zookeeper_acquire::on_leases(zk_reply reply) {
-  if (withdrawing()) return abandon();
-  if (reply.rc != ZOK) return on_call_failed(reply.rc, "list");
-  if (count_error_) return fail(std::exchange(count_error_, nullptr));
-  const std::string own = basename_of(current().node);
-  std::size_t leases = 0;
-  bool found = false;
-  for (const std::string& child : reply.children) {
-    if (!is_lease_node(child)) continue;
-    ++leases;
-    found = found || child == own;
-  }
-  if (!found) return begin();
-  if (leases <= request_.max_count) {
-    // The lease is ours; the semaphore's lock only serialised the lease creation. Let it go
-    // before completing, as Curator does, so that a one-shot attempt that follows ours never
-    // finds it still taken.
-    return backend_->session().remove(std::exchange(stages_[0].node, {}),
-                            step([](zookeeper_acquire& self, zk_reply) { self.grant(); }));
-  }
-  if (!request_.wait) return abandon();
-  note_waiting();  // the children watch set by check_leases wakes us
-}
-
 void zookeeper_acquire::watch(const std::string& path) {
   zk_handler on_change = wake();
-  backend_->session().exists(path, step([](zookeeper_acquire& self, zk_reply reply) {
+  session().exists(path, step([](zookeeper_acquire& self, zk_reply reply) {
                      if (self.withdrawing()) return self.abandon();
                      // Gone already: look again now. Present: the watch wakes us.
                      if (reply.rc == ZNONODE) return self.drop_watch(), self.check_queue();
-                     if (reply.rc != ZOK) return self.drop_watch(), self.on_call_failed(reply.rc, "watch");
+                     if (reply.rc != ZOK)
+                       return self.drop_watch(), self.on_call_failed(reply.rc, "watch");
                    }),
                    &on_change, &watch_id_);
 }
@@ -305,7 +254,7 @@ void zookeeper_acquire::note_waiting() {
 void zookeeper_acquire::on_call_failed(int rc, std::string_view call) {
   if (is_connection_loss(rc)) {
     // Our node (if any) lives on with the session: carry on once reconnected.
-    return backend_->session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
+    return session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
       if (error) return self.fail(error);
       if (self.withdrawing()) return self.abandon();
       if (self.current().node.empty()) return self.send_create();
@@ -351,7 +300,7 @@ void zookeeper_acquire::abandon() {
   for (stage& s : stages_) {
     if (s.node.empty()) continue;
     ++*pending;
-    backend_->session().remove(std::exchange(s.node, {}), [self = shared_from_this(), pending](zk_reply) {
+    session().remove(std::exchange(s.node, {}), [self = shared_from_this(), pending](zk_reply) {
       if (--*pending == 0 && self->phase_ != phase::finished) self->finish(nullptr, nullptr);
     });
   }
@@ -365,7 +314,7 @@ void zookeeper_acquire::abandon() {
 void zookeeper_acquire::fail(std::exception_ptr error) {
   drop_watch();
   for (stage& s : stages_) {
-    if (!s.node.empty()) backend_->session().remove(std::exchange(s.node, {}), [](zk_reply) {});
+    if (!s.node.empty()) session().remove(std::exchange(s.node, {}), [](zk_reply) {});
   }
   finish(std::move(error), nullptr);
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -20,6 +21,7 @@
 #include <dlock/core/backend/backend.hpp>
 
 #include "completion_routes.hpp"
+#include "session.hpp"
 
 namespace dlock::zookeeper::detail {
 
@@ -62,6 +64,7 @@ class zookeeper_acquire final : public acquire_operation,
     std::int64_t czxid = 0;
   };
 
+  zk_session& session();
   stage& current() { return stages_[stage_index_]; }
   bool leases_stage() const { return request_.kind == primitive::semaphore && stage_index_ == 1; }
   bool withdrawing() const { return phase_ == phase::withdrawing || phase_ == phase::answered; }
@@ -69,7 +72,14 @@ class zookeeper_acquire final : public acquire_operation,
   // The continuation of a call: while calls are out, a stop request waits for them (one may
   // be creating our node), and once the op is done their late answers are ignored.
   template <class Step>
-  auto step(Step next);
+  auto step(Step next) {
+    ++calls_out_;
+    return [self = shared_from_this(), next = std::move(next)](auto&&... args) mutable {
+      --self->calls_out_;
+      if (self->phase_ == phase::finished) return;
+      next(*self, std::forward<decltype(args)>(args)...);
+    };
+  }
   // The handler of a watch: what wakes a waiting op.
   zk_handler wake();
 
