@@ -11,7 +11,6 @@
 #include "backend.hpp"
 #include "lease.hpp"
 #include "node_layout.hpp"
-#include "semaphore_count.hpp"
 
 namespace dlock::zookeeper::detail {
 
