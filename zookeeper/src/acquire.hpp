@@ -64,6 +64,7 @@ class zookeeper_acquire final : public acquire_operation,
     std::int64_t czxid = 0;
   };
 
+  /// The backend's session: where every call of the recipe goes.
   zk_session& session();
   stage& current() { return stages_[stage_index_]; }
   bool leases_stage() const { return request_.kind == primitive::semaphore && stage_index_ == 1; }
