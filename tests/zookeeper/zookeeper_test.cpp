@@ -204,6 +204,8 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field, never the
   rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?session_timeout=soon", "session_timeout");
   rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?session_timeout=0s", "session_timeout");
   rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?connect_timeout=-1s", "connect_timeout");
+  rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?release_timeout=0s", "release_timeout");
+  rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?session_timeout=999999h", "session_timeout");
   rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?sessiontimeout=1s", "sessiontimeout");
   rejects("zookeeper://u:pw-secret@127.0.0.1:1/locks?acl=everyone", "acl");
   rejects("zookeeper://127.0.0.1:1/locks?acl=creator", "acl");

@@ -28,6 +28,11 @@ struct zk_reply {
 
 using zk_handler = std::function<void(zk_reply)>;
 
+/// The call's answer was cut off with the connection: it may or may not have happened.
+inline bool is_connection_loss(int rc) { return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT; }
+/// The session this call belonged to is gone: its ephemeral nodes went with it.
+inline bool is_session_gone(int rc) { return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE; }
+
 /// Registers `handler` and returns its route id. With an `executor`, the handler is posted
 /// there; without one it runs on the client's completion thread and must not block.
 std::uint64_t add_route(boost::asio::any_io_executor executor, zk_handler handler);

@@ -34,6 +34,11 @@ struct queued_node {
 /// children (a semaphore's `leases` and `locks`, strangers' nodes) are left out.
 std::vector<queued_node> queue_order(const std::vector<std::string>& children);
 
+/// The last segment of the node path `path`: the child name a listing shows.
+inline std::string basename_of(const std::string& path) {
+  return path.substr(path.rfind('/') + 1);
+}
+
 /// Whether `name` is a lease node of a semaphore (`...lease-<10 digits>`).
 bool is_lease_node(std::string_view name);
 

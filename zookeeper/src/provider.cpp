@@ -1,27 +1,18 @@
 #include <dlock/zookeeper/provider.hpp>
 
 #include <stdexcept>
+#include <utility>
 
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/backend/provider_url.hpp>
 
-#include "zookeeper_backend.hpp"
+#include "backend.hpp"
 
 namespace dlock::zookeeper {
 
 namespace {
 
 constexpr std::uint16_t default_port = 2181;
-
-std::chrono::milliseconds parse_milliseconds(std::string_view field, std::string_view text) {
-  const auto value = parse_duration(field, text);
-  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(value);
-  if (millis <= std::chrono::milliseconds::zero() || millis.count() > 0x7FFFFFFF) {
-    throw std::invalid_argument("dlock: zookeeper URL option '" + std::string(field) +
-                                "' must be at least 1ms and fit in 32 bits of milliseconds");
-  }
-  return millis;
-}
 
 acl_policy parse_acl(std::string_view text) {
   if (text == "open") return acl_policy::open;
@@ -31,14 +22,16 @@ acl_policy parse_acl(std::string_view text) {
                               "not '" + std::string(text) + "'");
 }
 
+std::shared_ptr<detail::zookeeper_backend> make_backend(const options& opts) {
+  return std::make_shared<detail::zookeeper_backend>(opts);
+}
+
 }  // namespace
 
-provider::provider(options opts)
-    : provider(std::make_shared<detail::zookeeper_backend>(std::move(opts)), {}) {}
+provider::provider(options opts) : provider(make_backend(opts), opts.on_error) {}
 
 provider::provider(std::shared_ptr<detail::zookeeper_backend> backend, error_handler on_error)
-    : dlock::provider(backend, on_error ? std::move(on_error) : backend->settings().on_error),
-      backend_(std::move(backend)) {}
+    : dlock::provider(backend, std::move(on_error)), backend_(std::move(backend)) {}
 
 std::string provider::lock_node_path(std::string_view name) const {
   naming::validate_name(name);
@@ -65,11 +58,10 @@ void register_scheme() {
       opts.user = url.user;
       opts.password = url.password.value_or("");
     }
-    if (auto value = url.take_option("session_timeout")) {
-      opts.session_timeout = parse_milliseconds("session_timeout", *value);
-    }
-    if (auto value = url.take_option("connect_timeout")) {
-      opts.connect_timeout = parse_milliseconds("connect_timeout", *value);
+    for (auto [field, target] : {std::pair{"session_timeout", &opts.session_timeout},
+                                  std::pair{"connect_timeout", &opts.connect_timeout},
+                                  std::pair{"release_timeout", &opts.release_timeout}}) {
+      if (auto value = url.take_option(field)) *target = parse_duration(field, *value);
     }
     if (auto value = url.take_option("chroot")) opts.chroot = *value;
     if (auto value = url.take_option("acl")) opts.acl = parse_acl(*value);

@@ -5,52 +5,18 @@
 // and what "lost" means here.
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include <dlock/core/provider.hpp>
+#include <dlock/zookeeper/options.hpp>
 
 namespace dlock::zookeeper {
 
 namespace detail {
 class zookeeper_backend;
 }
-
-/// Who may do what with the nodes this provider creates (lock nodes and their parents).
-/// ZooKeeper checks a delete against the parent's ACL, so protecting a lock node from others
-/// means protecting its parent too; the lock nodes and every parent this provider creates get
-/// this ACL (parents that exist already keep theirs).
-enum class acl_policy {
-  open,                   ///< world: all (ZOO_OPEN_ACL_UNSAFE), the default
-  creator_only,           ///< the authenticated creator: all; nobody else anything
-  read_only_for_others,   ///< the authenticated creator: all; world: read
-};
-
-/// Options of a ZooKeeper provider; validated by the provider's constructor.
-struct options {
-  /// The ensemble, "host:port[,host:port...]". Required.
-  std::string hosts;
-  /// The node under which lock names live: the lock `job` is the node `<base_path>/job`.
-  /// Absolute, no trailing '/', not "/" itself. Created (as container nodes) when missing.
-  std::string base_path = "/dlock";
-  /// Prefixed by the client to every path (ZooKeeper's chroot), e.g. "/app"; empty for none.
-  /// The chroot node must exist.
-  std::string chroot;
-  /// The ZooKeeper session timeout; the server may clamp it to its own [2, 20] ticks range.
-  /// A holder that loses contact for this long loses its locks.
-  std::chrono::milliseconds session_timeout = std::chrono::seconds(15);
-  /// How long the constructor waits for the first session before it throws.
-  std::chrono::milliseconds connect_timeout = std::chrono::seconds(15);
-  /// Digest authentication (zoo_add_auth "digest", "user:password"); empty user for none.
-  std::string user;
-  std::string password;
-  /// The ACL of created nodes; creator_only and read_only_for_others need `user`.
-  acl_policy acl = acl_policy::open;
-  /// Receives errors of background work and of releases in destructors.
-  error_handler on_error;
-};
 
 /// The ZooKeeper provider: one session, shared by every lock it creates.
 ///
@@ -88,7 +54,8 @@ class provider : public dlock::provider {
 
 /// Registers the `zookeeper://` scheme with dlock::make_provider:
 /// `zookeeper://[user:password@]h1:2181[,h2:2181...][/base/path]?session_timeout=15s` with
-/// options session_timeout, connect_timeout, chroot=/app and acl=open|creator|read.
+/// options session_timeout, connect_timeout, release_timeout, chroot=/app and
+/// acl=open|creator|read.
 void register_scheme();
 
 }  // namespace dlock::zookeeper

@@ -1,0 +1,350 @@
+#include "acquire.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+
+#include <dlock/core/errors.hpp>
+
+#include "backend.hpp"
+#include "lease.hpp"
+#include "node_layout.hpp"
+
+namespace dlock::zookeeper::detail {
+
+namespace {
+
+// How long a withdrawn acquire waits for the server to confirm the deletion of its nodes.
+constexpr auto abandon_wait = std::chrono::milliseconds(80);
+
+}  // namespace
+
+std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<zookeeper_backend> backend,
+                                                 acquire_request request, acquire_completion done) {
+  auto op =
+      std::make_shared<zookeeper_acquire>(std::move(backend), std::move(request), std::move(done));
+  op->start();
+  return op;
+}
+
+zookeeper_acquire::zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend,
+                                     acquire_request request, acquire_completion done)
+    : backend_(std::move(backend)),
+      request_(std::move(request)),
+      done_(std::move(done)),
+      executor_(backend_->executor()),
+      abandon_timer_(executor_),
+      stop_timer_(executor_) {
+  const std::string node = backend_->node_of(request_.name);
+  if (request_.kind == primitive::semaphore) {
+    stages_.push_back({node + "/locks", lock_marker});
+    stages_.push_back({node + "/leases", lease_marker});
+  } else if (request_.kind == primitive::reader_writer_lock) {
+    stages_.push_back({node, request_.mode == lock_mode::shared ? read_marker : write_marker});
+  } else {
+    stages_.push_back({node, lock_marker});
+  }
+}
+
+void zookeeper_acquire::start() {
+  boost::asio::post(executor_, [self = shared_from_this()] { self->begin(); });
+}
+
+void zookeeper_acquire::cancel() noexcept {
+  boost::asio::post(executor_, [self = shared_from_this()] { self->on_cancel(); });
+}
+
+zk_session& zookeeper_acquire::session() { return backend_->session(); }
+
+zk_handler zookeeper_acquire::wake() {
+  return [self = shared_from_this()](zk_reply event) {
+    if (self->phase_ == phase::finished) return;
+    self->on_watch_event(event);
+  };
+}
+
+void zookeeper_acquire::begin() {
+  if (phase_ == phase::finished) return;
+  if (withdrawing()) return abandon();
+  drop_watch();
+  for (stage& s : stages_) {
+    // A node left from the attempt before (the semaphore's lock) must not block others.
+    if (!s.node.empty()) session().remove(s.node, [](zk_reply) {});
+    s = stage{s.parent, s.marker};
+  }
+  stage_index_ = 0;
+  create_own();
+}
+
+void zookeeper_acquire::create_own() {
+  current().prefix = new_protection_prefix();
+  send_create();
+}
+
+void zookeeper_acquire::send_create() {
+  session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
+    if (error) return self.fail(error);
+    if (self.withdrawing()) return self.abandon();
+    stage& s = self.current();
+    self.session().create(
+        s.parent + "/" + s.prefix + std::string(s.marker), true,
+        self.step([](zookeeper_acquire& me, zk_reply reply) { me.on_created(std::move(reply)); }));
+    if (self.leases_stage()) return;
+    // Pipelined: the server runs a session's requests in order, so this listing already
+    // shows the node the create makes, and the grant costs one round trip less.
+    const auto attempt = ++self.attempt_;
+    self.pipelined_listing_ = attempt;
+    self.session().get_children(s.parent,
+                                self.step([attempt](zookeeper_acquire& me, zk_reply reply) {
+                                  me.on_pipelined_listing(attempt, std::move(reply));
+                                }));
+  }));
+}
+
+void zookeeper_acquire::on_created(zk_reply reply) {
+  stage& s = current();
+  if (reply.rc == ZOK) {
+    s.node = std::move(reply.path);
+    s.czxid = reply.czxid;
+    if (pipelined_listing_ == attempt_ && pipelined_listing_ != 0) return;  // it follows
+    if (withdrawing()) return abandon();
+    return after_create();
+  }
+  if (withdrawing() && calls_out_ == 0 && !is_connection_loss(reply.rc)) return abandon();
+  if (reply.rc == ZNONODE) {
+    // dlock records a semaphore's max_count as the data of its leases node.
+    return session().ensure_path(s.parent, step([](zookeeper_acquire& self, zk_reply made) {
+                                   if (made.rc == ZNONODE) return self.fail_missing_chroot();
+                                   if (made.rc != ZOK)
+                                     return self.on_call_failed(made.rc, "create");
+                                   self.send_create();
+                                 }),
+                                 leases_stage() ? std::to_string(request_.max_count) : "");
+  }
+  // The create may have happened: look for our prefix before creating again (a second
+  // node of ours would block everyone behind it until the session ends).
+  if (is_connection_loss(reply.rc)) return find_own();
+  on_call_failed(reply.rc, "create");
+}
+
+void zookeeper_acquire::find_own() {
+  session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
+    if (error) return self.fail(error);
+    self.session().get_children(
+        self.current().parent, self.step([](zookeeper_acquire& me, zk_reply reply) {
+          if (is_connection_loss(reply.rc)) return me.find_own();
+          if (reply.rc == ZNONODE) return me.send_create();
+          if (reply.rc != ZOK) return me.on_call_failed(reply.rc, "find");
+          stage& s = me.current();
+          auto ours = std::find_if(reply.children.begin(), reply.children.end(),
+                                   [&](const std::string& c) { return c.starts_with(s.prefix); });
+          if (ours == reply.children.end()) return me.send_create();
+          s.node = s.parent + "/" + *ours;
+          me.session().exists(s.node, me.step([](zookeeper_acquire& op, zk_reply found) {
+            if (found.rc != ZOK) return op.on_call_failed(found.rc, "find");
+            op.current().czxid = found.czxid;
+            if (op.withdrawing()) return op.abandon();
+            op.after_create();
+          }));
+        }));
+  }));
+}
+
+void zookeeper_acquire::on_pipelined_listing(std::uint64_t attempt, zk_reply reply) {
+  if (attempt != attempt_) return;
+  pipelined_listing_ = 0;
+  if (withdrawing()) {
+    if (calls_out_ == 0) abandon();
+    return;
+  }
+  // The create failed (its own answer deals with that) or is still out (refused listing:
+  // the create's answer lists again).
+  if (current().node.empty()) return;
+  on_queue(std::move(reply));
+}
+
+void zookeeper_acquire::after_create() {
+  if (leases_stage()) return check_leases();
+  check_queue();
+}
+
+void zookeeper_acquire::check_queue() {
+  session().get_children(current().parent, step([](zookeeper_acquire& self, zk_reply reply) {
+                           self.on_queue(std::move(reply));
+                         }));
+}
+
+void zookeeper_acquire::on_queue(zk_reply reply) {
+  if (withdrawing()) return abandon();
+  if (reply.rc != ZOK) return on_call_failed(reply.rc, "list");
+  const stage& s = current();
+  const std::string own = basename_of(s.node);
+  const auto queue = queue_order(reply.children);
+  auto ours =
+      std::find_if(queue.begin(), queue.end(), [&](const queued_node& n) { return n.name == own; });
+  // Our node is gone (deleted by someone, or its session expired): queue again.
+  if (ours == queue.end()) return begin();
+  std::optional<std::string> predecessor;
+  int blockers = 0;  // the nodes before ours that keep us waiting
+  if (s.marker == read_marker) {
+    // A reader waits only for the writers before it; it watches the nearest one.
+    for (auto it = queue.begin(); it != ours; ++it) {
+      if (it->excludes_readers) predecessor = it->name, ++blockers;
+    }
+  } else if (ours != queue.begin()) {
+    predecessor = std::prev(ours)->name;
+    blockers = static_cast<int>(ours - queue.begin());
+  }
+  if (!predecessor) return at_head_of_queue();
+  if (!request_.wait) return abandon();
+  note_waiting();
+  // Nodes are only ever added behind ours, so once the one blocker we watch is deleted,
+  // nothing is in our way any longer: the grant needs no second listing (a round trip less
+  // per handoff).
+  watched_last_blocker_ = blockers == 1;
+  watch(s.parent + "/" + *predecessor);
+}
+
+void zookeeper_acquire::at_head_of_queue() {
+  if (request_.kind == primitive::semaphore) {
+    stage_index_ = 1;
+    return create_own();
+  }
+  grant();
+}
+
+void zookeeper_acquire::watch(const std::string& path) {
+  zk_handler on_change = wake();
+  session().exists(path, step([](zookeeper_acquire& self, zk_reply reply) {
+                     if (self.withdrawing()) return self.abandon();
+                     // Gone already: look again now. Present: the watch wakes us.
+                     if (reply.rc == ZNONODE) return self.drop_watch(), self.check_queue();
+                     if (reply.rc != ZOK)
+                       return self.drop_watch(), self.on_call_failed(reply.rc, "watch");
+                   }),
+                   &on_change, &watch_id_);
+}
+
+void zookeeper_acquire::on_watch_event(const zk_reply& event) {
+  watch_id_ = 0;
+  if (calls_out_ > 0) return;  // a call still out answers first and looks again anyway
+  if (withdrawing()) return abandon();
+  if (event.event == ZOO_SESSION_EVENT) return begin();  // expired: queue again
+  if (leases_stage()) return check_leases();
+  if (event.event == ZOO_DELETED_EVENT && std::exchange(watched_last_blocker_, false)) {
+    return at_head_of_queue();
+  }
+  check_queue();
+}
+
+void zookeeper_acquire::drop_watch() {
+  if (watch_id_) drop_route(watch_id_);
+  watch_id_ = 0;
+}
+
+void zookeeper_acquire::note_waiting() {
+  if (told_waiting_) return;
+  told_waiting_ = true;
+  backend_->events().acquire_waiting();
+}
+
+void zookeeper_acquire::on_call_failed(int rc, std::string_view call) {
+  if (is_connection_loss(rc)) {
+    // Our node (if any) lives on with the session: carry on once reconnected.
+    return session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
+      if (error) return self.fail(error);
+      if (self.withdrawing()) return self.abandon();
+      if (self.current().node.empty()) return self.send_create();
+      self.after_create();
+    }));
+  }
+  if (is_session_gone(rc)) return begin();  // a new session takes over; queue again
+  if (rc == ZNONODE) return begin();
+  std::string what;
+  if (rc == ZNOAUTH) {
+    what = "not authorized to " + std::string(call) + " under " + current().parent +
+           " (check the user, password and the node's ACL)";
+  } else {
+    what = std::string(call) + " under " + current().parent + " failed: " + zerror(rc);
+  }
+  fail(std::make_exception_ptr(connection_error(backend_->message(what, request_.name))));
+}
+
+void zookeeper_acquire::fail_missing_chroot() {
+  fail(std::make_exception_ptr(connection_error(backend_->message(
+      "the chroot node " + backend_->settings().chroot + " does not exist (create it first)",
+      request_.name))));
+}
+
+void zookeeper_acquire::on_cancel() {
+  if (phase_ == phase::finished) return;
+  if (phase_ == phase::queueing) phase_ = phase::withdrawing;
+  if (calls_out_ == 0) return abandon();
+  // The call out (it may be creating our node) cleans up when it answers, which may take
+  // up to a session timeout when the server stalls; a stop request must end the wait
+  // promptly all the same, so the caller hears after abandon_wait at most.
+  stop_timer_.expires_after(abandon_wait);
+  stop_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->phase_ != phase::withdrawing) return;
+    self->phase_ = phase::answered;
+    self->report(nullptr, nullptr);
+  });
+}
+
+void zookeeper_acquire::abandon() {
+  drop_watch();
+  auto pending = std::make_shared<int>(0);
+  for (stage& s : stages_) {
+    if (s.node.empty()) continue;
+    ++*pending;
+    session().remove(std::exchange(s.node, {}), [self = shared_from_this(), pending](zk_reply) {
+      if (--*pending == 0 && self->phase_ != phase::finished) self->finish(nullptr, nullptr);
+    });
+  }
+  if (*pending == 0) return finish(nullptr, nullptr);
+  abandon_timer_.expires_after(abandon_wait);
+  abandon_timer_.async_wait([self = shared_from_this()](boost::system::error_code) {
+    if (self->phase_ != phase::finished) self->finish(nullptr, nullptr);
+  });
+}
+
+void zookeeper_acquire::fail(std::exception_ptr error) {
+  drop_watch();
+  for (stage& s : stages_) {
+    if (!s.node.empty()) session().remove(std::exchange(s.node, {}), [](zk_reply) {});
+  }
+  finish(std::move(error), nullptr);
+}
+
+void zookeeper_acquire::grant() {
+  drop_watch();
+  stage& s = current();
+  auto granted = std::make_unique<zookeeper_lease>(backend_, s.node, request_.name, s.czxid);
+  s.node.clear();
+  finish(nullptr, std::move(granted));
+}
+
+void zookeeper_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  const bool answered = phase_ == phase::answered;
+  phase_ = phase::finished;
+  abandon_timer_.cancel();
+  stop_timer_.cancel();
+  if (answered) {
+    // The caller was told "not acquired" already: a late grant's node is deleted with the
+    // lease here, before the backend goes.
+    granted.reset();
+    backend_.reset();
+    return;
+  }
+  // As in core: let the caller, not this op, hold the last reference to the backend.
+  backend_.reset();
+  report(std::move(error), std::move(granted));
+}
+
+void zookeeper_acquire::report(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  auto done = std::move(done_);
+  done(std::move(error), std::move(granted));
+}
+}  // namespace dlock::zookeeper::detail

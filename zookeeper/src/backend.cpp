@@ -1,0 +1,51 @@
+#include "backend.hpp"
+
+#include <dlock/core/backend/naming.hpp>
+
+#include "acquire.hpp"
+#include "option_checks.hpp"
+#include "semaphore_count.hpp"
+
+namespace dlock::zookeeper::detail {
+
+namespace {
+
+// Longer escaped names are cut and end in a hash (naming::escape_segment), as file names are:
+// a node path stays readable, and well inside what a client's request buffer takes.
+constexpr std::size_t max_escaped_bytes = 200;
+
+const options& validated(const options& opts) {
+  validate(opts);
+  return opts;
+}
+
+}  // namespace
+
+zookeeper_backend::zookeeper_backend(options opts)
+    : options_(validated(opts)),
+      session_(std::make_shared<zk_session>(*this, options_, acl_entries_of(options_.acl),
+                                            executor(), [this] { held_->mark_all_lost(); })),
+      held_(std::make_shared<held_watch>(session_, executor())) {}
+
+zookeeper_backend::~zookeeper_backend() {
+  session_->close();
+  io().stop();
+}
+
+std::string zookeeper_backend::node_of(std::string_view name) const {
+  return options_.base_path + "/" + naming::escape_segment(name, max_escaped_bytes, false);
+}
+
+void zookeeper_backend::start() { session_->open_and_wait(); }
+
+std::shared_ptr<acquire_operation> zookeeper_backend::start_acquire(acquire_request request,
+                                                                    acquire_completion done) {
+  return detail::start_acquire(shared_from_this(), std::move(request), std::move(done));
+}
+
+std::optional<std::uint32_t> zookeeper_backend::current_count(const acquire_request& request) {
+  if (running_in_this_thread()) return std::nullopt;  // cannot wait for its own answers
+  return count_free_slots(*this, request);
+}
+
+}  // namespace dlock::zookeeper::detail

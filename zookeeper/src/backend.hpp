@@ -1,0 +1,55 @@
+// Private to dlock::zookeeper: the backend behind dlock::zookeeper::provider.
+//
+// Start here. One ZooKeeper session per provider (session.hpp) runs every call; acquire.hpp
+// runs Curator's recipes over it in the layout of node_layout.hpp; a grant is a lease
+// (lease.hpp) whose node held_watch.hpp watches; semaphore_count.hpp counts a semaphore's
+// leases. Every recipe step runs on the provider's io thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <dlock/core/backend/backend.hpp>
+#include <dlock/zookeeper/options.hpp>
+
+#include "held_watch.hpp"
+#include "session.hpp"
+
+namespace dlock::zookeeper::detail {
+
+class zookeeper_backend final : public dlock::backend,
+                                public std::enable_shared_from_this<zookeeper_backend> {
+ public:
+  /// Validates `opts`. Throws std::invalid_argument naming a bad option.
+  explicit zookeeper_backend(options opts);
+  ~zookeeper_backend() override;
+
+  std::string_view scheme() const noexcept override { return "zookeeper"; }
+  /// The hosts, then the chroot: the C client's connect string.
+  std::string endpoint() const override { return options_.hosts + options_.chroot; }
+  std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
+                                                   acquire_completion done) override;
+  /// max_count minus the lease nodes now; std::nullopt on the io thread (it cannot wait).
+  /// Throws std::invalid_argument when the recorded max_count differs; connection_error.
+  std::optional<std::uint32_t> current_count(const acquire_request& request) override;
+
+  /// Opens the session and waits up to connect_timeout for it. Throws connection_error.
+  void start() override;
+
+  const options& settings() const noexcept { return options_; }
+  /// `<base_path>/<escaped name>`.
+  std::string node_of(std::string_view name) const;
+
+  zk_session& session() noexcept { return *session_; }
+  held_watch& held() noexcept { return *held_; }
+
+ private:
+  options options_;
+  std::shared_ptr<zk_session> session_;
+  std::shared_ptr<held_watch> held_;
+};
+
+}  // namespace dlock::zookeeper::detail

@@ -1,0 +1,36 @@
+// Private to dlock::zookeeper: a grant, the node an acquire created, watched until released.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <dlock/core/backend/lease.hpp>
+
+namespace dlock::zookeeper::detail {
+
+class zookeeper_backend;
+
+/// A granted node, watched until it is released: deleted by someone else, it is lost.
+/// Its fencing token is the node's czxid.
+class zookeeper_lease final : public dlock::lease {
+ public:
+  /// Starts watching `node` (call on the io thread).
+  zookeeper_lease(std::shared_ptr<zookeeper_backend> backend, std::string node,
+                  std::string name, std::int64_t czxid);
+  /// Deletes the node without waiting, if release() did not.
+  ~zookeeper_lease() override;
+
+  /// Deletes the node: waits (off the io thread) up to release_timeout for the answer.
+  /// Throws connection_error when it could not be confirmed.
+  void release() override;
+
+ private:
+  std::shared_ptr<zookeeper_backend> backend_;
+  std::string node_;
+  std::string name_;
+  std::uint64_t held_id_ = 0;
+  bool released_ = false;
+};
+
+}  // namespace dlock::zookeeper::detail

@@ -1,0 +1,173 @@
+#include "session.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <boost/asio/post.hpp>
+
+#include <dlock/core/errors.hpp>
+
+#include "option_checks.hpp"
+
+namespace dlock::zookeeper::detail {
+
+struct session_watcher_context {
+  std::weak_ptr<zk_session> session;
+  boost::asio::any_io_executor executor;
+};
+
+namespace {
+
+// The C client logs to stderr by default, connection refusals included, once per attempt;
+// dlock reports what matters through exceptions and the error hook instead.
+void discard_client_log(const char*) {}
+
+void session_watcher(zhandle_t*, int type, int state, const char*, void* context) {
+  if (type != ZOO_SESSION_EVENT) return;
+  auto* watcher = static_cast<session_watcher_context*>(context);
+  // Only posts: the C client's thread never runs recipe code nor owns the session.
+  boost::asio::post(watcher->executor, [session = watcher->session, state] {
+    if (auto self = session.lock()) self->on_session_event(state);
+  });
+}
+
+}  // namespace
+
+zk_session::zk_session(const dlock::backend& owner, const options& opts, std::vector<ACL> acl,
+                       boost::asio::any_io_executor executor, std::function<void()> contact_lost)
+    : owner_(owner),
+      options_(opts),
+      acl_entries_(std::move(acl)),
+      executor_(std::move(executor)),
+      contact_lost_(std::move(contact_lost)),
+      negotiated_timeout_(options_.session_timeout),
+      disconnect_timer_(executor_) {
+  acl_.count = static_cast<std::int32_t>(acl_entries_.size());
+  acl_.data = acl_entries_.data();
+}
+
+zk_session::~zk_session() { close(); }
+
+void zk_session::close() {
+  std::lock_guard lock(handle_mutex_);
+  if (handle_) zookeeper_close(handle_);
+  handle_ = nullptr;
+}
+
+void zk_session::open_and_wait() {
+  watcher_context_ = std::make_unique<session_watcher_context>(
+      session_watcher_context{weak_from_this(), executor_});
+  open();
+  if (!first_connection_.get_for(options_.connect_timeout)) {
+    const auto millis =
+        std::chrono::duration_cast<std::chrono::milliseconds>(options_.connect_timeout);
+    throw connection_error(owner_.message("no server of the ensemble answered within " +
+                                          std::to_string(millis.count()) + " ms"));
+  }
+}
+
+void zk_session::open() {
+  // The endpoint is the connect string: the hosts, then the chroot.
+  zhandle_t* handle = zookeeper_init2(owner_.endpoint().c_str(), session_watcher,
+                                      milliseconds_of(options_.session_timeout), nullptr,
+                                      watcher_context_.get(), 0, discard_client_log);
+  if (!handle) {
+    throw connection_error(
+        owner_.message(std::string("cannot start a session: ") + std::strerror(errno)));
+  }
+  if (!options_.user.empty()) {
+    const std::string credentials = options_.user + ":" + options_.password;
+    zoo_add_auth(handle, "digest", credentials.data(), static_cast<int>(credentials.size()),
+                 nullptr, nullptr);
+  }
+  std::lock_guard lock(handle_mutex_);
+  handle_ = handle;
+}
+
+void zk_session::on_session_event(int state) {
+  if (state == ZOO_CONNECTED_STATE) return on_connected();
+  if (state == ZOO_EXPIRED_SESSION_STATE) return on_expired();
+  if (state == ZOO_AUTH_FAILED_STATE) return on_auth_failed();
+  if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) on_disconnected();
+}
+
+void zk_session::on_connected() {
+  phase_ = phase::connected;
+  {
+    // The server may have changed the session timeout to fit its [min, max] range.
+    std::lock_guard lock(handle_mutex_);
+    if (handle_ && zoo_recv_timeout(handle_) > 0) {
+      negotiated_timeout_ = std::chrono::milliseconds(zoo_recv_timeout(handle_));
+    }
+  }
+  disconnect_timer_.cancel();
+  first_connection_.set_value(true);
+  auto waiters = std::exchange(connect_waiters_, {});
+  for (auto& waiter : waiters) waiter(nullptr);
+  retry_pending_removes();
+}
+
+void zk_session::on_auth_failed() {
+  auto error = std::make_exception_ptr(
+      connection_error(owner_.message("authentication failed for user '" + options_.user + "'")));
+  first_connection_.set_error(error);
+  fail_connect_waiters(error);
+}
+
+void zk_session::on_disconnected() {
+  if (phase_ != phase::connected) return;
+  phase_ = phase::disconnected;
+  start_disconnect_clock();
+}
+
+void zk_session::start_disconnect_clock() {
+  // The ensemble expires a session it has not heard from for a session timeout t. The client
+  // notices a silent connection only after 2t/3 without a reply, so the session may be gone t/3
+  // after we learn of the disconnection: from then on holders must stop (we learn for sure
+  // only when we reach a server again), and nobody waits any longer for a connection.
+  disconnect_timer_.expires_after(negotiated_timeout_ / 3);
+  disconnect_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!self || ec || self->phase_ == phase::connected) return;
+    self->phase_ = phase::unreachable;
+    self->contact_lost_();
+    self->fail_connect_waiters(std::make_exception_ptr(
+        connection_error(self->owner_.message("no server of the ensemble reachable"))));
+  });
+}
+
+void zk_session::on_expired() {
+  if (phase_ == phase::connected) phase_ = phase::disconnected;
+  contact_lost_();
+  pending_removes_.clear();  // ephemeral nodes went with the session
+  zhandle_t* expired = nullptr;
+  {
+    std::lock_guard lock(handle_mutex_);
+    expired = std::exchange(handle_, nullptr);
+  }
+  if (expired) zookeeper_close(expired);
+  // Acquires wait for the new session no longer than for a reconnection.
+  start_disconnect_clock();
+  try {
+    open();
+  } catch (...) {
+    owner_.events().background_error(std::current_exception());
+  }
+}
+
+void zk_session::fail_connect_waiters(std::exception_ptr error) {
+  auto waiters = std::exchange(connect_waiters_, {});
+  for (auto& waiter : waiters) waiter(error);
+}
+
+void zk_session::when_connected(std::function<void(std::exception_ptr)> then) {
+  if (phase_ == phase::connected) return then(nullptr);
+  if (phase_ == phase::unreachable) {
+    return then(std::make_exception_ptr(
+        connection_error(owner_.message("no server of the ensemble reachable"))));
+  }
+  connect_waiters_.push_back(std::move(then));
+}
+
+}  // namespace dlock::zookeeper::detail

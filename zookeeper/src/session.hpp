@@ -1,0 +1,128 @@
+// Private to dlock::zookeeper: the provider's one ZooKeeper session and the calls made in it.
+//
+// The C client (its zhandle) runs its own I/O and completion threads. Its completions and
+// watchers only post to the provider's io thread (completion_routes.hpp routes them), where
+// the connection state below changes and every recipe step runs. Nothing here ever makes a
+// blocking ZooKeeper call.
+//
+// Connection phases, each decided on the io thread:
+//
+//   connecting --connected--> connected --connection lost--> disconnected
+//   disconnected --a third of the session timeout--> unreachable (every holder is lost,
+//       connection waiters fail)
+//   any --connected--> connected;  any --session expired--> holders lost, a new session opens
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/blocking_call.hpp>
+#include <dlock/zookeeper/options.hpp>
+
+#include "completion_routes.hpp"
+
+namespace dlock::zookeeper::detail {
+
+struct session_watcher_context;
+
+class zk_session final : public std::enable_shared_from_this<zk_session> {
+ public:
+  /// `owner` words the messages and hears background errors; `contact_lost` marks every
+  /// held lease lost. Both are used on the io thread only, and the owner closes the session
+  /// and stops that thread before it goes.
+  zk_session(const dlock::backend& owner, const options& opts, std::vector<ACL> acl,
+             boost::asio::any_io_executor executor, std::function<void()> contact_lost);
+  ~zk_session();
+
+  /// Opens the session and waits up to connect_timeout for it. Throws connection_error.
+  void open_and_wait();
+  /// Closes the session: joins the client's threads, whose pending completions then find
+  /// their routes' executors stopping. Idempotent.
+  void close();
+
+  // The ZooKeeper calls of the recipes. Each completes exactly once through `then`, posted to
+  // the io thread (a call the client refuses completes with its error code).
+  void create(const std::string& path, bool sequential_ephemeral, zk_handler then,
+              const std::string& data = {});
+  /// `answer_on_client_thread`: `then` runs on the client's completion thread (it must only
+  /// post or hand the answer over), sparing the io thread a wake-up.
+  void get_data(const std::string& path, zk_handler then, bool answer_on_client_thread = false);
+  void get_children(const std::string& path, zk_handler then, zk_handler* on_change = nullptr,
+                    std::uint64_t* watch_id = nullptr, bool answer_on_client_thread = false);
+  void exists(const std::string& path, zk_handler then, zk_handler* on_change = nullptr,
+              std::uint64_t* watch_id = nullptr, bool answer_on_client_thread = false);
+  /// Deletes `path`. ZNONODE counts as done. A delete cut off by a connection loss is
+  /// retried after reconnecting (a session expiry removes the ephemeral node anyway);
+  /// `then` gets the first attempt's code.
+  void remove(const std::string& path, zk_handler then);
+  /// As remove(), from a thread other than the io thread, waiting up to `timeout` for the
+  /// first attempt's code; std::nullopt when none came in time.
+  std::optional<int> remove_and_wait(const std::string& path, std::chrono::nanoseconds timeout);
+  /// Creates `path` (with `leaf_data`) and its missing ancestors as container nodes (ZOK when
+  /// all exist).
+  void ensure_path(const std::string& path, zk_handler then, std::string leaf_data = {});
+  /// Runs `then(nullptr)` on the io thread once the session is connected, or
+  /// `then(connection_error)` when it stays disconnected for a third of the session timeout.
+  void when_connected(std::function<void(std::exception_ptr)> then);
+
+  /// A session event from the C client, posted to the io thread.
+  void on_session_event(int state);
+
+ private:
+  enum class phase { connecting, connected, disconnected, unreachable };
+
+  void open();
+  void on_connected();
+  void on_disconnected();
+  /// Fails connection waiters and marks holders lost unless connected within t/3.
+  void start_disconnect_clock();
+  void on_expired();
+  void on_auth_failed();
+  void fail_connect_waiters(std::exception_ptr error);
+  void retry_pending_removes();
+  /// A get_children or exists call, with an optional watch (a null watcher sets none).
+  using read_call = int (*)(zhandle_t*, const char* path, watcher_fn watcher,
+                            void* watch_context, const void* context);
+  void read(const std::string& path, zk_handler then, zk_handler* on_change,
+            std::uint64_t* watch_id, const read_call& call, bool answer_on_client_thread);
+  /// Calls `call(handle, context)` with the current handle under handle_mutex_; when the
+  /// client refuses it (non-zero return), delivers that code to the route instead.
+  void issue(std::uint64_t route_id, const std::function<int(zhandle_t*, const void*)>& call);
+  boost::asio::any_io_executor answers_on(bool client_thread) const;
+
+  const dlock::backend& owner_;
+  options options_;
+  std::vector<ACL> acl_entries_;
+  ACL_vector acl_{};
+  boost::asio::any_io_executor executor_;
+  std::function<void()> contact_lost_;
+  // What the session watcher needs; outlives every handle (closed before it goes).
+  std::unique_ptr<session_watcher_context> watcher_context_;
+
+  std::mutex handle_mutex_;
+  zhandle_t* handle_ = nullptr;
+
+  // Touched on the io thread only.
+  phase phase_ = phase::connecting;
+  std::chrono::nanoseconds negotiated_timeout_{};
+  boost::asio::steady_timer disconnect_timer_;
+  std::deque<std::function<void(std::exception_ptr)>> connect_waiters_;
+  std::vector<std::string> pending_removes_;
+
+  // What open_and_wait() waits for: true once connected, or the authentication failure.
+  blocking_reply<bool> first_connection_;
+};
+
+}  // namespace dlock::zookeeper::detail

@@ -1,0 +1,149 @@
+// The ZooKeeper calls of zk_session (session.hpp): each becomes a route (completion_routes.hpp)
+// and one asynchronous C client call in the current session.
+#include <utility>
+
+#include <boost/asio/post.hpp>
+
+#include "session.hpp"
+
+namespace dlock::zookeeper::detail {
+
+boost::asio::any_io_executor zk_session::answers_on(bool client_thread) const {
+  return client_thread ? boost::asio::any_io_executor() : executor_;
+}
+
+void zk_session::issue(std::uint64_t route_id,
+                       const std::function<int(zhandle_t*, const void*)>& call) {
+  int rc = ZINVALIDSTATE;
+  {
+    std::lock_guard lock(handle_mutex_);
+    if (handle_) rc = call(handle_, route_context(route_id));
+  }
+  if (rc != ZOK) deliver(route_id, {.rc = rc});
+}
+
+void zk_session::create(const std::string& path, bool sequential_ephemeral, zk_handler then,
+                        const std::string& data) {
+  const auto id = add_route(executor_, std::move(then));
+  const int flags = sequential_ephemeral ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_CONTAINER;
+  issue(id, [&](zhandle_t* handle, const void* context) {
+    return zoo_acreate2(handle, path.c_str(), data.data(), static_cast<int>(data.size()), &acl_,
+                        flags, on_create_completion, context);
+  });
+}
+
+void zk_session::ensure_path(const std::string& path, zk_handler then, std::string leaf_data) {
+  // Creates each missing ancestor and then `path` as container nodes, top down; a node
+  // that exists already (made by someone else meanwhile) is fine.
+  std::vector<std::string> prefixes;
+  for (std::size_t at = path.find('/', 1); at != std::string::npos; at = path.find('/', at + 1)) {
+    prefixes.push_back(path.substr(0, at));
+  }
+  prefixes.push_back(path);
+  struct chain {
+    std::weak_ptr<zk_session> session;
+    std::vector<std::string> paths;
+    std::string leaf_data;
+    std::size_t next = 0;
+    zk_handler then;
+    static void step(std::shared_ptr<chain> c) {
+      auto session = c->session.lock();
+      if (!session) return;
+      if (c->next == c->paths.size()) return c->then({.rc = ZOK});
+      const bool leaf = c->next + 1 == c->paths.size();
+      const std::string& path = c->paths[c->next++];
+      session->create(path, false, [c](zk_reply reply) {
+        if (reply.rc != ZOK && reply.rc != ZNODEEXISTS) return c->then(std::move(reply));
+        step(c);
+      }, leaf ? c->leaf_data : std::string());
+    }
+  };
+  chain::step(std::make_shared<chain>(
+      chain{weak_from_this(), std::move(prefixes), std::move(leaf_data), 0, std::move(then)}));
+}
+
+void zk_session::read(const std::string& path, zk_handler then, zk_handler* on_change,
+                      std::uint64_t* watch_id, const read_call& call,
+                      bool answer_on_client_thread) {
+  const auto id = add_route(answers_on(answer_on_client_thread), std::move(then));
+  void* watch_context = nullptr;
+  if (on_change) {
+    *watch_id = add_route(executor_, std::move(*on_change));
+    watch_context = const_cast<void*>(route_context(*watch_id));
+  }
+  issue(id, [&](zhandle_t* handle, const void* context) {
+    return call(handle, path.c_str(), on_change ? on_watch_event : nullptr, watch_context,
+                context);
+  });
+}
+
+void zk_session::get_children(const std::string& path, zk_handler then, zk_handler* on_change,
+                              std::uint64_t* watch_id, bool answer_on_client_thread) {
+  read(path, std::move(then), on_change, watch_id,
+       [](zhandle_t* handle, const char* node, watcher_fn watcher, void* watch_context,
+          const void* context) {
+         return zoo_awget_children(handle, node, watcher, watch_context, on_children_completion,
+                                   context);
+       },
+       answer_on_client_thread);
+}
+
+void zk_session::exists(const std::string& path, zk_handler then, zk_handler* on_change,
+                        std::uint64_t* watch_id, bool answer_on_client_thread) {
+  read(path, std::move(then), on_change, watch_id,
+       [](zhandle_t* handle, const char* node, watcher_fn watcher, void* watch_context,
+          const void* context) {
+         return zoo_awexists(handle, node, watcher, watch_context, on_stat_completion, context);
+       },
+       answer_on_client_thread);
+}
+
+void zk_session::get_data(const std::string& path, zk_handler then,
+                          bool answer_on_client_thread) {
+  const auto id = add_route(answers_on(answer_on_client_thread), std::move(then));
+  issue(id, [&](zhandle_t* handle, const void* context) {
+    return zoo_aget(handle, path.c_str(), 0, on_data_completion, context);
+  });
+}
+
+void zk_session::remove(const std::string& path, zk_handler then) {
+  const auto id = add_route(
+      executor_, [weak = weak_from_this(), path, then = std::move(then)](zk_reply reply) {
+        if (is_connection_loss(reply.rc)) {
+          if (auto self = weak.lock()) self->pending_removes_.push_back(path);
+        }
+        then(std::move(reply));
+      });
+  issue(id, [&](zhandle_t* handle, const void* context) {
+    return zoo_adelete(handle, path.c_str(), -1, on_void_completion, context);
+  });
+}
+
+std::optional<int> zk_session::remove_and_wait(const std::string& path,
+                                               std::chrono::nanoseconds timeout) {
+  blocking_reply<int> answer;
+  // Runs on the client's completion thread: it only hands the code over (and a cut-off
+  // delete to the io thread to retry).
+  const auto id = add_route({}, [answer, weak = weak_from_this(), path](zk_reply reply) {
+    if (is_connection_loss(reply.rc)) {
+      if (auto self = weak.lock()) {
+        boost::asio::post(self->executor_, [weak, path] {
+          if (auto session = weak.lock()) session->pending_removes_.push_back(path);
+        });
+      }
+    }
+    answer.set_value(int{reply.rc});
+  });
+  issue(id, [&](zhandle_t* handle, const void* context) {
+    return zoo_adelete(handle, path.c_str(), -1, on_void_completion, context);
+  });
+  return answer.get_for(timeout);
+}
+
+void zk_session::retry_pending_removes() {
+  for (const std::string& path : std::exchange(pending_removes_, {})) {
+    remove(path, [](zk_reply) {});
+  }
+}
+
+}  // namespace dlock::zookeeper::detail
