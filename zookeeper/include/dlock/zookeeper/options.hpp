@@ -7,8 +7,8 @@
 #include <chrono>
 #include <string>
 
+#include <dlock/core/durations.hpp>
 #include <dlock/core/errors.hpp>
-#include <dlock/core/provider.hpp>
 
 namespace dlock::zookeeper {
 
