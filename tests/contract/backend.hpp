@@ -3,9 +3,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <dlock/core.hpp>
+#include <dlock/core/lock_kind.hpp>
 
 namespace contract {
 
@@ -32,6 +35,31 @@ class backend_fixture {
 
   /// A fragment the message of such a connection_error must contain (the endpoint).
   virtual std::string unreachable_endpoint() const = 0;
+
+  /// What the server holds for `name` now, whichever primitive uses it: one line per grant,
+  /// queued request, waiter's node or subscription, as another client sees it (Redis keys,
+  /// sorted-set members and subscribed channels; PostgreSQL pg_locks rows granted or waiting;
+  /// ZooKeeper child nodes; flock(2) locks on the lock files). Sorted, so two calls compare
+  /// equal when nothing changed. Leaves out what outlives every grant by design (fencing
+  /// counters, empty parent nodes, the lock files themselves). nullopt where the backend's
+  /// state cannot be seen from outside (memory).
+  virtual std::optional<std::vector<std::string>> server_footprint(const std::string& name) = 0;
+
+  /// Whether an acquire of `kind` that waits shows in server_footprint while it waits. Where
+  /// not (a file waiter only watches the directory, a PostgreSQL semaphore waiter LISTENs),
+  /// the cancel cases can check only what is left afterwards.
+  virtual bool footprint_shows_waiters(dlock::primitive kind) const = 0;
+
+  /// Whether an acquire of a semaphore with another max_count than its holders' fails at once
+  /// with std::invalid_argument (docs/errors.md: "where the backend can tell"). PostgreSQL's
+  /// does not yet (only its current_count() notices); a later issue adds the check there, and
+  /// then this flag goes.
+  virtual bool checks_max_count_at_acquire() const = 0;
+
+  /// Whether a waiting writer holds back new readers of a reader-writer lock. DESIGN.md says
+  /// writers must not starve; the file backend (flock(2) gives no order) does not prefer them
+  /// yet, and once a later issue makes every backend do so this flag goes.
+  virtual bool prefers_writers() const = 0;
 };
 
 /// The backend under test in this executable.

@@ -1,4 +1,9 @@
-// The reader-writer lock: readers share, writers exclude everyone.
+// The reader-writer lock: readers share, writers exclude everyone, and where the backend
+// prefers writers a waiting writer does not starve.
+#include <future>
+#include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
+
+#include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
 #include "backend.hpp"
@@ -7,6 +12,7 @@
 using namespace std::chrono_literals;
 using contract::backend;
 using support::unique_name;
+using support::wait_until;
 
 TEST_CASE("readers share a reader-writer lock", "[contract][rw]") {
   const auto name = unique_name("readers");
@@ -45,5 +51,39 @@ TEST_CASE("tokens of read and write grants of one name strictly increase", "[con
     auto handle = i % 2 ? rw.acquire_read(5s) : rw.acquire_write(5s);
     CHECK(handle.fencing_token() > previous);
     previous = handle.fencing_token();
+  }
+}
+
+TEST_CASE("a waiting writer holds back new readers until it is granted or withdrawn",
+          "[contract][rw][fairness]") {
+  if (!backend().prefers_writers()) {
+    WARN(backend().label() << " lets new readers in beside a waiting writer");
+    return;
+  }
+  const auto name = unique_name("writer-first");
+  auto readers = backend().make_provider();
+  auto writers = backend().make_provider();
+  auto first_reader = readers->create_reader_writer_lock(name).acquire_read(10s);
+  std::stop_source stop;
+  auto writer = writers->create_reader_writer_lock(name).async_acquire_write(
+      1h, stop.get_token(), boost::asio::use_future);
+  REQUIRE(wait_until([&] { return writers->metrics().waits == 1; }));
+  // The writer's queue entry may still be on its way: a reader let in before it is queued is
+  // no starvation, one let in after it is.
+  CHECK(wait_until([&] {
+    return !readers->create_reader_writer_lock(name).try_acquire_read().has_value();
+  }));
+  CHECK_FALSE(backend().make_provider()->create_reader_writer_lock(name).try_acquire_read());
+
+  SECTION("the writer is granted once the readers before it are gone") {
+    first_reader.release();
+    REQUIRE(writer.wait_for(10s) == std::future_status::ready);
+    CHECK(writer.get());
+  }
+  SECTION("a writer that stops waiting no longer holds back new readers") {
+    stop.request_stop();
+    REQUIRE(writer.wait_for(10s) == std::future_status::ready);
+    CHECK_THROWS_AS(writer.get(), dlock::cancelled_error);
+    CHECK(readers->create_reader_writer_lock(name).try_acquire_read());
   }
 }

@@ -8,6 +8,7 @@
 using namespace std::chrono_literals;
 using contract::backend;
 using support::unique_name;
+using support::wait_until;
 
 TEST_CASE("a semaphore admits max_count holders and no more", "[contract][semaphore]") {
   const auto name = unique_name("sem");
@@ -48,4 +49,35 @@ TEST_CASE("a release wakes a semaphore waiter", "[contract][semaphore]") {
   only.release();
   REQUIRE(waiting.wait_for(30s) == std::future_status::ready);
   CHECK(waiting.get());
+}
+
+TEST_CASE("a semaphore used with another max_count than its holders' is invalid_argument "
+          "naming both counts",
+          "[contract][semaphore]") {
+  if (!backend().checks_max_count_at_acquire()) {
+    WARN(backend().label() << " does not check max_count at acquire yet");
+    return;
+  }
+  auto holders = backend().make_provider();
+  auto other = backend().make_provider();
+  const auto name = unique_name("max-count");
+  auto slot = holders->create_semaphore(name, 3).acquire(10s);
+  const auto before = backend().server_footprint(name);
+
+  auto wrong = other->create_semaphore(name, 4);
+  REQUIRE_THROWS_AS(wrong.try_acquire(), std::invalid_argument);
+  // Refused at once, not after waiting for a slot of the wrong count.
+  REQUIRE_THROWS_AS(wrong.acquire(10s), std::invalid_argument);
+  // The file and ZooKeeper backends add " (recorded in <where>)".
+  REQUIRE_THROWS_WITH(wrong.try_acquire(),
+                      Catch::StartsWith("dlock: " + std::string(other->scheme()) + " " +
+                                        other->endpoint() + ": semaphore '" + name +
+                                        "' is used with max_count 4 here but 3 by its holders"));
+  // The refused attempts left nothing behind, and the holders' count still admits two more.
+  if (before) CHECK(wait_until([&] { return backend().server_footprint(name) == before; }));
+  auto second = other->create_semaphore(name, 3).try_acquire();
+  auto third = other->create_semaphore(name, 3).try_acquire();
+  CHECK(second);
+  CHECK(third);
+  CHECK_FALSE(other->create_semaphore(name, 3).try_acquire());
 }

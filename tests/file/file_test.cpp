@@ -95,18 +95,6 @@ TEST_CASE("the lock directory is created with its parents", "[file]") {
   CHECK(std::filesystem::is_directory(nested));
 }
 
-TEST_CASE("a semaphore used with another max_count is rejected naming both values",
-          "[file][semaphore]") {
-  support::temp_directory dir;
-  auto files = files_in(dir.path());
-  auto slot = files->create_semaphore("encoders", 2).try_acquire();
-  REQUIRE(slot);
-  REQUIRE_THROWS_AS(files_in(dir.path())->create_semaphore("encoders", 3).try_acquire(),
-                    std::invalid_argument);
-  REQUIRE_THROWS_WITH(files_in(dir.path())->create_semaphore("encoders", 3).try_acquire(),
-                      Contains("max_count 3") && Contains("but 2") && Contains("encoders"));
-}
-
 TEST_CASE("bad file options are rejected naming the option", "[file]") {
   CHECK_THROWS_WITH(dlock::file::provider({}), Contains("directory"));
   CHECK_THROWS_WITH(dlock::file::provider({.directory = "/tmp", .monitor_period = 0s}),

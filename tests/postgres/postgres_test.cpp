@@ -1,5 +1,7 @@
 // dlock::postgres against the real server: bad input, unreachable endpoints, sessions shared by
-// many locks, the re-entrancy trap, and a real psql session on the same key.
+// many locks, the re-entrancy trap, and a real psql session on the same key. What a withdrawn
+// wait leaves and writer preference are in the contract suite (contract/cancel_test.cpp,
+// reader_writer_test.cpp).
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -261,58 +263,6 @@ TEST_CASE("fencing tokens come from a sequence the provider creates on first use
 
   auto unfenced = dlock::make_provider(server_url() + "?fencing_sequence=");
   CHECK(unfenced->create_lock(name).acquire().fencing_token() == 0);
-}
-
-TEST_CASE("a stopped or timed-out wait leaves no request in the server's lock queue",
-          "[postgres][cancel]") {
-  const auto name = unique_name("queue");
-  const auto key = advisory_key::from_name(name);
-  auto waiting_at_server = [&] {
-    pqxx::connection connection(server_url());
-    pqxx::nontransaction query(connection);
-    const auto bits = static_cast<std::uint64_t>(key.key());
-    return query.exec1("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT "
-                       "granted AND classid::bigint = " + std::to_string(bits >> 32) +
-                       " AND objid::bigint = " + std::to_string(bits & 0xffffffffu))[0]
-               .as<int>();
-  };
-  auto holder = provider_named(unique_name("queue-holder"));
-  auto held = holder->create_lock(name).acquire();
-  auto waiter = provider_named(unique_name("queue-waiter"));
-
-  std::stop_source stop;
-  auto stopped = waiter->create_lock(name).async_try_acquire(std::chrono::hours(1),
-                                                             stop.get_token(),
-                                                             boost::asio::use_future);
-  REQUIRE(wait_until([&] { return waiting_at_server() == 1; }));
-  stop.request_stop();
-  REQUIRE(stopped.wait_for(10s) == std::future_status::ready);
-  CHECK_FALSE(stopped.get());
-  CHECK(wait_until([&] { return waiting_at_server() == 0; }));
-
-  CHECK_FALSE(waiter->create_lock(name).try_acquire(300ms));
-  CHECK(wait_until([&] { return waiting_at_server() == 0; }));
-  held.release();
-  CHECK(waiter->create_lock(name).try_acquire());  // nothing of ours was left to block it
-}
-
-TEST_CASE("a waiting writer holds back new readers, so writers do not starve",
-          "[postgres][rw]") {
-  const auto name = unique_name("starve");
-  auto readers = provider_named(unique_name("starve-readers"));
-  auto writers = provider_named(unique_name("starve-writer"));
-  auto first_reader = readers->create_reader_writer_lock(name).acquire_read();
-  auto writer = writers->create_reader_writer_lock(name).async_acquire_write(
-      30s, {}, boost::asio::use_future);
-  REQUIRE(wait_until([&] { return writers->metrics().waits == 1; }));
-  // PostgreSQL queues a shared request behind a waiting exclusive one. The writer's wait
-  // statement may still be on its way: a reader let in before it queues is no starvation.
-  CHECK(wait_until([&] {
-    return !readers->create_reader_writer_lock(name).try_acquire_read().has_value();
-  }));
-  first_reader.release();
-  REQUIRE(writer.wait_for(30s) == std::future_status::ready);
-  CHECK(writer.get());
 }
 
 TEST_CASE("a statement_timeout from the connection string does not cut a wait short",

@@ -1,5 +1,7 @@
-// dlock::redis beyond the contract suite, against the real test server: bad input, what a
-// cancelled wait leaves behind, plain-key interoperability with redis-cli, scripts flushed.
+// dlock::redis beyond the contract suite, against the real test server: bad input, the keys a
+// grant leaves, plain-key interoperability with redis-cli, scripts flushed, RedLock counters.
+// What a withdrawn wait leaves, max_count mismatches and writer preference are in the contract
+// suite (contract/cancel_test.cpp, semaphore_test.cpp, reader_writer_test.cpp).
 #include <catch2/catch.hpp>
 
 #include <future>
@@ -16,7 +18,6 @@ using redis_test::key_of;
 using redis_test::prefix;
 using redis_test::redis_cli;
 using support::unique_name;
-using support::wait_until;
 
 namespace {
 
@@ -82,43 +83,6 @@ TEST_CASE("a database other than 0 holds the keys", "[redis]") {
   CHECK(redis_cli({"EXISTS", prefix() + "{" + name + "}"}) == "0");
 }
 
-TEST_CASE("a stop request or timeout while waiting leaves no key, queue entry or subscription",
-          "[redis][cancel]") {
-  auto holder = dlock::make_provider(url());
-  auto waiter = dlock::make_provider(url());
-  const auto name = unique_name("cancel");
-  const std::string tag = prefix() + "{" + name + "}";
-  auto subscribers = [&](const std::string& channel) {
-    return redis_cli({"PUBSUB", "NUMSUB", channel});
-  };
-
-  SECTION("lock") {
-    auto held = holder->create_lock(name).acquire(5s);
-    std::stop_source stop;
-    auto waiting = waiter->create_lock(name).async_try_acquire(60s, stop.get_token(),
-                                                               boost::asio::use_future);
-    REQUIRE(wait_until([&] { return subscribers(tag + ":released") == tag + ":released\n1"; }));
-    stop.request_stop();
-    REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
-    CHECK_FALSE(waiting.get());
-    CHECK(wait_until([&] { return subscribers(tag + ":released") == tag + ":released\n0"; }));
-  }
-  SECTION("writer") {
-    auto reader = holder->create_reader_writer_lock(name).acquire_read(5s);
-    CHECK_FALSE(waiter->create_reader_writer_lock(name).try_acquire_write(200ms));
-    CHECK(redis_cli({"ZCARD", tag + ":rw:waiting"}) == "0");
-    CHECK(wait_until([&] { return subscribers(tag + ":rw:released") == tag + ":rw:released\n0"; }));
-    // The withdrawn writer no longer holds back new readers.
-    CHECK(waiter->create_reader_writer_lock(name).try_acquire_read());
-  }
-  SECTION("semaphore") {
-    auto slot = holder->create_semaphore(name, 1).acquire(5s);
-    CHECK_FALSE(waiter->create_semaphore(name, 1).try_acquire(200ms));
-    CHECK(redis_cli({"ZCARD", tag + ":sem"}) == "1");
-    CHECK(wait_until([&] { return subscribers(tag + ":sem:released") == tag + ":sem:released\n0"; }));
-  }
-}
-
 TEST_CASE("released grants leave no keys but the fencing counter", "[redis]") {
   auto locks = dlock::make_provider(url());
   const auto name = unique_name("clean");
@@ -166,31 +130,6 @@ TEST_CASE("the acquire script grants a token again that already holds the grant"
     CHECK(acquire("token-1", kind) == first);  // the same fencing token, not a new one
   }
   CHECK(acquire("token-2", "lock").rfind("0\n", 0) == 0);
-}
-
-TEST_CASE("a semaphore used with another max_count is an error naming both counts",
-          "[redis][semaphore]") {
-  auto locks = dlock::make_provider(url());
-  const auto name = unique_name("max-count");
-  auto slot = locks->create_semaphore(name, 3).acquire(5s);
-  REQUIRE_THROWS_AS(locks->create_semaphore(name, 4).try_acquire(), std::invalid_argument);
-  REQUIRE_THROWS_WITH(locks->create_semaphore(name, 4).try_acquire(),
-                      Catch::Contains("max_count 4") && Catch::Contains("3"));
-}
-
-TEST_CASE("a waiting writer holds back new readers", "[redis][rw]") {
-  auto a = dlock::make_provider(url());
-  auto b = dlock::make_provider(url());
-  const auto name = unique_name("writer-first");
-  auto reader = a->create_reader_writer_lock(name).acquire_read(5s);
-  auto writer = b->create_reader_writer_lock(name).async_acquire_write(30s, {},
-                                                                       boost::asio::use_future);
-  const std::string waiting = prefix() + "{" + name + "}:rw:waiting";
-  REQUIRE(wait_until([&] { return redis_cli({"ZCARD", waiting}) == "1"; }));
-  CHECK_FALSE(a->create_reader_writer_lock(name).try_acquire_read());
-  reader.release();
-  REQUIRE(writer.wait_for(10s) == std::future_status::ready);
-  CHECK(writer.get());
 }
 
 TEST_CASE("scripts flushed from the server are sent again", "[redis]") {

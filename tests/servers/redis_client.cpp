@@ -36,28 +36,58 @@ redis_connection::~redis_connection() = default;
 redis_connection::redis_connection(redis_connection&&) noexcept = default;
 redis_connection& redis_connection::operator=(redis_connection&&) noexcept = default;
 
-std::optional<std::string> redis_connection::command(const std::vector<std::string>& arguments) {
+namespace {
+
+using reply_ptr = std::unique_ptr<redisReply, void (*)(void*)>;
+
+reply_ptr send(redisContext* context, const std::vector<std::string>& arguments) {
   std::vector<const char*> pointers;
   std::vector<std::size_t> lengths;
   for (const auto& argument : arguments) {
     pointers.push_back(argument.data());
     lengths.push_back(argument.size());
   }
-  void* raw = redisCommandArgv(context_.get(), static_cast<int>(arguments.size()), pointers.data(),
+  void* raw = redisCommandArgv(context, static_cast<int>(arguments.size()), pointers.data(),
                                lengths.data());
-  if (raw == nullptr) return std::nullopt;
-  std::unique_ptr<redisReply, void (*)(void*)> reply(static_cast<redisReply*>(raw),
-                                                     &freeReplyObject);
-  switch (reply->type) {
+  return reply_ptr(static_cast<redisReply*>(raw), &freeReplyObject);
+}
+
+std::string text_of(const redisReply& reply) {
+  switch (reply.type) {
     case REDIS_REPLY_STRING:
     case REDIS_REPLY_STATUS:
     case REDIS_REPLY_ERROR:
-      return std::string(reply->str, reply->len);
+      return std::string(reply.str, reply.len);
     case REDIS_REPLY_INTEGER:
-      return std::to_string(reply->integer);
+      return std::to_string(reply.integer);
     default:
       return std::string();
   }
+}
+
+void flatten(const redisReply& reply, std::vector<std::string>& elements) {
+  if (reply.type != REDIS_REPLY_ARRAY) {
+    elements.push_back(text_of(reply));
+    return;
+  }
+  for (std::size_t i = 0; i < reply.elements; ++i) flatten(*reply.element[i], elements);
+}
+
+}  // namespace
+
+std::optional<std::string> redis_connection::command(const std::vector<std::string>& arguments) {
+  const reply_ptr reply = send(context_.get(), arguments);
+  if (!reply) return std::nullopt;
+  return text_of(*reply);
+}
+
+std::optional<std::vector<std::string>> redis_connection::command_elements(
+    const std::vector<std::string>& arguments) {
+  const reply_ptr reply = send(context_.get(), arguments);
+  if (!reply) return std::nullopt;
+  std::vector<std::string> elements;
+  flatten(*reply, elements);
+  return elements;
 }
 
 std::string redis_connection::error() const { return context_->errstr; }

@@ -29,6 +29,12 @@ class redis_connection {
   /// After a nullopt the connection is unusable.
   std::optional<std::string> command(const std::vector<std::string>& arguments);
 
+  /// Sends one command whose reply is an array (KEYS, ZRANGE, PUBSUB CHANNELS); returns its
+  /// elements as text, nested arrays flattened in order, or nullopt as command() does. A reply
+  /// that is not an array is one element.
+  std::optional<std::vector<std::string>> command_elements(
+      const std::vector<std::string>& arguments);
+
   /// What failed last, e.g. "Resource temporarily unavailable" after a timeout.
   std::string error() const;
 

@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
+#include <atomic>
+#include <memory>
 #include <stdexcept>
 
 #include "support.hpp"
@@ -82,6 +84,33 @@ int zookeeper_session::create(const std::string& path) {
 
 int zookeeper_session::remove(const std::string& path) {
   return zoo_delete(handle_.get(), path.c_str(), -1);
+}
+
+void zookeeper_session::sync(std::chrono::milliseconds timeout) {
+  // The completion runs on the client's thread, maybe after a timeout here: it owns a reference.
+  struct outcome {
+    std::atomic<int> rc{1};  // 1: no answer yet (ZooKeeper's codes are 0 or negative)
+  };
+  auto state = std::make_shared<outcome>();
+  auto* reference = new std::shared_ptr<outcome>(state);
+  const int rc = zoo_async(
+      handle_.get(), "/",
+      [](int answer, const char*, const void* data) {
+        auto* owned = static_cast<std::shared_ptr<outcome>*>(const_cast<void*>(data));
+        (*owned)->rc = answer;
+        delete owned;
+      },
+      reference);
+  if (rc != ZOK) {
+    delete reference;
+    throw std::runtime_error(std::string("zookeeper: sync: ") + zerror(rc));
+  }
+  if (!wait_until([&] { return state->rc.load() != 1; }, timeout)) {
+    throw std::runtime_error("zookeeper: sync: no answer in time");
+  }
+  if (state->rc.load() != ZOK) {
+    throw std::runtime_error(std::string("zookeeper: sync: ") + zerror(state->rc.load()));
+  }
 }
 
 void zookeeper_session::add_digest_auth(const std::string& credentials) {

@@ -46,6 +46,11 @@ class zookeeper_session {
   /// Deletes the node `path`; returns the ZooKeeper error code (ZOK, ZNONODE, ZNOAUTH, ...).
   int remove(const std::string& path);
 
+  /// Waits until the server this session reads from has caught up with the leader (ZooKeeper's
+  /// sync), so that the next read sees every write other sessions completed before the call.
+  /// Throws std::runtime_error when the sync fails or takes longer than `timeout`.
+  void sync(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
   /// Adds digest credentials "user:password" to the session.
   void add_digest_auth(const std::string& credentials);
 

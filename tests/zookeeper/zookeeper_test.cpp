@@ -1,10 +1,10 @@
 // dlock::zookeeper against the standalone test server: the node layout (Curator's), fencing by
-// czxid, nothing left behind by a withdrawn wait, ACLs and digest auth, chroot, bad input.
+// czxid, ACLs and digest auth, chroot, bad input. What a withdrawn wait leaves and max_count
+// mismatches are in the contract suite (contract/cancel_test.cpp, semaphore_test.cpp).
 #include <zookeeper/zookeeper.h>
 
 #include <catch2/catch.hpp>
 #include <regex>
-#include <thread>
 
 #include <dlock/dlock.hpp>
 
@@ -74,38 +74,6 @@ TEST_CASE("reader-writer and semaphore nodes follow Curator's layouts", "[zookee
   CHECK(session.children(base + "/encoders/locks").empty());  // only held while adding a lease
   CHECK(static_cast<std::int64_t>(slot.fencing_token()) ==
         session.czxid(base + "/encoders/leases/" + children[0]));
-}
-
-TEST_CASE("a timed-out or stopped wait leaves no node behind", "[zookeeper][cancel]") {
-  const std::string base = "/" + unique_name("dlock-withdraw");
-  auto holder = make_zookeeper(test_options(base));
-  auto waiter = make_zookeeper(test_options(base));
-  auto held = holder->create_lock("x").acquire(10s);
-  const std::string parent = holder->lock_node_path("x");
-  support::zookeeper_session session(server_hosts());
-  REQUIRE(session.children(parent).size() == 1);
-
-  CHECK_FALSE(waiter->create_lock("x").try_acquire(200ms));
-  CHECK(session.children(parent).size() == 1);
-
-  std::stop_source stop;
-  std::optional<dlock::lock_handle> outcome;
-  std::thread waiting([&] { outcome = waiter->create_lock("x").try_acquire(30s, stop.get_token()); });
-  const bool queued = wait_until([&] { return session.children(parent).size() == 2; }, 10s);
-  stop.request_stop();
-  waiting.join();
-  CHECK(queued);
-  CHECK_FALSE(outcome.has_value());
-  CHECK(session.children(parent).size() == 1);
-
-  // The same for a reader queued behind a writer and for a semaphore waiter.
-  auto rw_writer = holder->create_reader_writer_lock("rw").acquire_write(10s);
-  CHECK_FALSE(waiter->create_reader_writer_lock("rw").try_acquire_read(200ms));
-  CHECK(session.children(holder->lock_node_path("rw")).size() == 1);
-  auto slot = holder->create_semaphore("sem", 1).acquire(10s);
-  CHECK_FALSE(waiter->create_semaphore("sem", 1).try_acquire(200ms));
-  CHECK(session.children(base + "/sem/leases").size() == 1);
-  CHECK(session.children(base + "/sem/locks").empty());
 }
 
 TEST_CASE("a node deleted by someone else marks its handle lost and frees the lock",
@@ -222,23 +190,6 @@ TEST_CASE("an unreachable ensemble is a connection_error naming every host, not 
   CHECK_THROWS_WITH(dlock::make_provider(url),
                     Catch::Contains("127.0.0.1:1,127.0.0.1:2") && !Catch::Contains("pw-secret"));
   CHECK(std::chrono::steady_clock::now() - started < 10s);
-}
-
-TEST_CASE("a semaphore used with another max_count than its holders' is invalid_argument",
-          "[zookeeper][semaphore]") {
-  const std::string base = "/" + unique_name("dlock-count");
-  auto zk = make_zookeeper(test_options(base));
-  auto other = make_zookeeper(test_options(base));
-  auto held = zk->create_semaphore("encoders", 2).acquire(10s);
-  auto wrong = other->create_semaphore("encoders", 3);
-  CHECK_THROWS_AS(wrong.try_acquire(), std::invalid_argument);
-  CHECK_THROWS_WITH(wrong.acquire(10s), Catch::Contains("max_count 3") && Catch::Contains("2"));
-  CHECK_THROWS_AS((void)wrong.current_count(), std::invalid_argument);
-  // The refused attempts left nothing behind.
-  support::zookeeper_session session(server_hosts());
-  CHECK(session.children(base + "/encoders/leases").size() == 1);
-  CHECK(session.children(base + "/encoders/locks").empty());
-  CHECK(other->create_semaphore("encoders", 2).current_count() == 1u);
 }
 
 TEST_CASE("a chroot that does not exist is a clear error, not a retry loop", "[zookeeper][chroot]") {

@@ -1,6 +1,13 @@
 // The contract suite against dlock::file, in a fresh directory per test process.
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string_view>
 
 #include <dlock/dlock.hpp>
 
@@ -10,6 +17,40 @@
 namespace contract {
 
 namespace {
+
+// The locks /proc/locks lists on the file `path` ("FLOCK WRITE", "OFDLCK WRITE waiting", ...).
+// Files whose stat() reports an anonymous device (overlayfs) are matched on the inode alone.
+std::vector<std::string> locks_on(const std::filesystem::path& path) {
+  struct stat file {};
+  if (::stat(path.c_str(), &file) != 0) return {};
+  std::vector<std::string> found;
+  std::ifstream proc_locks("/proc/locks");
+  for (std::string line; std::getline(proc_locks, line);) {
+    // "1: FLOCK  ADVISORY  WRITE 4711 08:02:1234 0 EOF", a blocked request with "->" after "1:".
+    std::istringstream fields(line);
+    std::string number, type, advisory, mode, pid, device;
+    fields >> number >> type;
+    const bool waiting = type == "->";
+    if (waiting) fields >> type;
+    fields >> advisory >> mode >> pid >> device;
+    unsigned major_id = 0, minor_id = 0;
+    unsigned long inode = 0;
+    if (std::sscanf(device.c_str(), "%x:%x:%lu", &major_id, &minor_id, &inode) != 3) continue;
+    if (inode != file.st_ino) continue;
+    if (major(file.st_dev) != 0 && makedev(major_id, minor_id) != file.st_dev) continue;
+    found.push_back(type + " " + mode + (waiting ? " waiting" : ""));
+  }
+  return found;
+}
+
+// Whether `file` is `semaphore` (count and counter) or one of its slots, `semaphore`.<i>.
+bool is_semaphore_file(std::string_view file, std::string_view semaphore) {
+  if (file.substr(0, semaphore.size()) != semaphore) return false;
+  const std::string_view slot = file.substr(semaphore.size());
+  return slot.empty() || (slot.size() > 1 && slot[0] == '.' &&
+                          std::all_of(slot.begin() + 1, slot.end(),
+                                      [](char c) { return c >= '0' && c <= '9'; }));
+}
 
 class file_fixture final : public backend_fixture {
  public:
@@ -30,6 +71,29 @@ class file_fixture final : public backend_fixture {
     std::ofstream(replacement).put('\n');
     std::filesystem::rename(replacement, path);
   }
+
+  // The flock(2) and counter locks on the name's lock file, semaphore file and slot files
+  // (docs/file.md); the files themselves stay unless remove_files is set.
+  std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
+    dlock::file::provider files({.directory = directory_.path()});
+    const std::string lock_file = files.lock_file_path(name).filename().string();
+    const std::string semaphore_files =
+        lock_file.substr(0, lock_file.size() - std::string_view(".lock").size()) + ".semaphore";
+    std::vector<std::string> footprint;
+    for (const auto& entry : std::filesystem::directory_iterator(directory_.path())) {
+      const std::string file = entry.path().filename().string();
+      if (file != lock_file && !is_semaphore_file(file, semaphore_files)) continue;
+      for (const std::string& lock : locks_on(entry.path())) footprint.push_back(file + " " + lock);
+    }
+    std::sort(footprint.begin(), footprint.end());
+    return footprint;
+  }
+
+  // A waiter tries with LOCK_NB and watches the directory: it holds nothing while it waits.
+  bool footprint_shows_waiters(dlock::primitive) const override { return false; }
+  bool checks_max_count_at_acquire() const override { return true; }
+  // flock(2) wakes waiters in no order: a reader gets in beside readers whoever waits.
+  bool prefers_writers() const override { return false; }
 
   void acquire_from_unreachable_endpoint() override {
     // A directory below a regular file can never be created.

@@ -30,6 +30,15 @@ class memory_fixture final : public backend_fixture {
   }
   std::string unreachable_endpoint() const override { return {}; }
 
+  // A domain's state is private to the backend: nothing outside it can look.
+  std::optional<std::vector<std::string>> server_footprint(const std::string&) override {
+    return std::nullopt;
+  }
+  bool footprint_shows_waiters(dlock::primitive) const override { return false; }
+  bool checks_max_count_at_acquire() const override { return true; }
+  // Waiters are served in arrival order, a writer before the readers that came after it.
+  bool prefers_writers() const override { return true; }
+
  private:
   std::string domain_ = support::unique_name("contract");
 };

@@ -1,5 +1,8 @@
 // The contract suite against dlock::zookeeper on the standalone test server (or, built as
 // dlock_contract_zookeeper_ensemble, on the 3-node ensemble), under a base path of its own.
+#include <algorithm>
+#include <memory>
+
 #include <dlock/dlock.hpp>
 
 #include "../backend.hpp"
@@ -32,8 +35,7 @@ class zookeeper_fixture final : public backend_fixture {
   std::string url() const override { return endpoint_ + base_path_ + "?session_timeout=4s"; }
 
   void break_lock(const std::string& name) override {
-    const std::string node = dlock::zookeeper::provider({.hosts = hosts_, .base_path = base_path_})
-                                 .lock_node_path(name);
+    const std::string node = node_of(name);
     support::zookeeper_session session(hosts_);
     for (const std::string& parent : {node, node + "/leases"}) {
       for (const std::string& child : session.children(parent)) {
@@ -41,6 +43,30 @@ class zookeeper_fixture final : public backend_fixture {
       }
     }
   }
+
+  // The contenders' nodes below the name's node: a lock's or reader-writer lock's children, a
+  // semaphore's leases and the nodes of its internal lock; the (container) parents are left
+  // out, as the server reaps them when it likes.
+  std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
+    const std::string node = node_of(name);
+    if (!session_) session_ = std::make_unique<support::zookeeper_session>(hosts_);
+    session_->sync();  // an ensemble member may not have applied the holders' writes yet
+    std::vector<std::string> footprint;
+    for (const std::string below : {"", "/leases", "/locks"}) {
+      for (const std::string& child : session_->children(node + below)) {
+        if (below.empty() && (child == "leases" || child == "locks")) continue;
+        footprint.push_back(below + "/" + child);
+      }
+    }
+    std::sort(footprint.begin(), footprint.end());
+    return footprint;
+  }
+
+  // Every waiter queues a sequential node (a semaphore's while it holds the internal lock).
+  bool footprint_shows_waiters(dlock::primitive) const override { return true; }
+  bool checks_max_count_at_acquire() const override { return true; }
+  // Curator's reader-writer layout: a reader waits for every write node queued before it.
+  bool prefers_writers() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {
     auto zk = std::make_shared<dlock::zookeeper::provider>(dlock::zookeeper::options{
@@ -54,6 +80,17 @@ class zookeeper_fixture final : public backend_fixture {
   std::string endpoint_ = support::require_test_server_endpoint(DLOCK_CONTRACT_ZOOKEEPER_ENDPOINT);
   std::string hosts_ = support::zookeeper_hosts(endpoint_);
   std::string base_path_ = "/" + support::unique_name("dlock-contract");
+  // Made on first use: server_footprint's session, and a provider that maps names to nodes.
+  std::unique_ptr<support::zookeeper_session> session_;
+  std::unique_ptr<dlock::zookeeper::provider> names_;
+
+  std::string node_of(const std::string& name) {
+    if (!names_) {
+      names_ = std::make_unique<dlock::zookeeper::provider>(
+          dlock::zookeeper::options{.hosts = hosts_, .base_path = base_path_});
+    }
+    return names_->lock_node_path(name);
+  }
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// The dlock command's usage and failure paths; its locking is in the contract suite
-// (tests/contract/cli_test.cpp), run against every backend.
+// The dlock command line: usage, failure paths and exit codes, the terminal; its locking is in
+// the contract suite (tests/contract/cli_locking_test.cpp), run against every backend.
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
