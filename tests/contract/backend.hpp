@@ -52,13 +52,13 @@ class backend_fixture {
 
   /// Whether an acquire of a semaphore with another max_count than its holders' fails at once
   /// with std::invalid_argument (docs/errors.md: "where the backend can tell"). PostgreSQL's
-  /// does not yet (only its current_count() notices); a later issue adds the check there, and
+  /// does not yet (only its current_count() notices); issue 20 adds the check there, and
   /// then this flag goes.
   virtual bool checks_max_count_at_acquire() const = 0;
 
   /// Whether a waiting writer holds back new readers of a reader-writer lock. DESIGN.md says
   /// writers must not starve; the file backend (flock(2) gives no order) does not prefer them
-  /// yet, and once a later issue makes every backend do so this flag goes.
+  /// yet, and once issue 20 makes every backend do so this flag goes.
   virtual bool prefers_writers() const = 0;
 };
 
