@@ -7,7 +7,7 @@
 
 #include <dlock/core/backend/provider_url.hpp>
 
-#include "postgres_backend.hpp"
+#include "backend.hpp"
 
 namespace dlock::postgres {
 
