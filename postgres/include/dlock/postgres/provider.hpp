@@ -3,52 +3,21 @@
 // A service that already has PostgreSQL needs nothing else: session-level advisory locks
 // (pg_advisory_lock, _shared for readers), semaphores as max_count advisory keys with
 // LISTEN/NOTIFY wake-ups, fencing tokens from a sequence. docs/postgres.md has the details;
-// advisory_key.hpp the name-to-key mapping; transaction.hpp the transaction-scoped locks.
+// options.hpp the settings; advisory_key.hpp the name-to-key mapping; transaction.hpp the
+// transaction-scoped locks.
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <string>
-#include <string_view>
+#include <memory>
 
 #include <dlock/core/provider.hpp>
 #include <dlock/postgres/advisory_key.hpp>
+#include <dlock/postgres/options.hpp>
 
 namespace dlock::postgres {
 
 namespace detail {
 class postgres_backend;
 }
-
-/// Options of a PostgreSQL provider; validated by the provider's constructor.
-struct options {
-  /// A libpq connection string: a URL `postgres://user:pw@host:port/db?sslmode=...` or
-  /// `host=... dbname=...` key=value pairs. Required.
-  std::string connection_string;
-  /// How long opening a connection may take before it is a connection_error. Positive.
-  std::chrono::nanoseconds connect_timeout = std::chrono::seconds(5);
-  /// How often every connection that holds locks or runs an attempt is checked with a round
-  /// trip. One whose round trip goes this long unanswered is given up, marking its handles lost
-  /// (or failing its attempt) within 1.5 periods of going silent (at once when the server
-  /// closes it); the traffic also keeps idle-connection killers away. Positive.
-  std::chrono::nanoseconds keepalive = std::chrono::seconds(10);
-  /// The sequence that fencing tokens come from, created (CREATE SEQUENCE IF NOT EXISTS) on a
-  /// connection's first use; `schema.name` allowed. Empty: no fencing tokens (every token is 0,
-  /// which saves nothing on a round trip but the CREATE privilege).
-  std::string fencing_sequence = "dlock_fencing";
-  /// A semaphore waiter is woken by a NOTIFY from each release; a holder whose session ended
-  /// without releasing sends none, so waiters also retry this often. Positive.
-  std::chrono::nanoseconds semaphore_retry = std::chrono::seconds(1);
-  /// How many held locks one session may carry (0: no limit). A broken session loses all of
-  /// its locks together; 1 gives every held lock a session of its own (one connection per
-  /// lock, so that a fault takes only that lock away), at the cost of a connection each.
-  std::uint32_t locks_per_session = 0;
-  /// How long release() (and a semaphore's current_count()) waits for the server before it
-  /// throws connection_error. Positive.
-  std::chrono::nanoseconds release_timeout = std::chrono::seconds(5);
-  /// Receives errors of background work and of releases in destructors.
-  error_handler on_error;
-};
 
 /// The PostgreSQL provider.
 ///

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <string_view>
 
-#include <dlock/core/backend/backend.hpp>
+#include <dlock/core/lock_kind.hpp>
 #include <dlock/postgres/advisory_key.hpp>
 
 namespace pqxx {

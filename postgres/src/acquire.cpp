@@ -1,0 +1,236 @@
+#include "acquire.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include "backend.hpp"
+#include "failure.hpp"
+#include "lease.hpp"
+#include "lock_timeout.hpp"
+#include "semaphore_keys.hpp"
+#include "sql.hpp"
+
+namespace dlock::postgres::detail {
+
+namespace {
+
+bool is_semaphore(const acquire_request& request) {
+  return request.kind == primitive::semaphore;
+}
+
+}  // namespace
+
+pg_acquire::pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_request request,
+                       acquire_completion done)
+    : backend_(std::move(backend)), request_(std::move(request)), done_(std::move(done)),
+      key_(is_semaphore(request_) ? semaphore_base(request_.name)
+                                  : advisory_key::from_name(request_.name)),
+      channel_(is_semaphore(request_) ? channel_of(request_.name) : std::string()),
+      retry_timer_(backend_->executor()) {
+  resource_ = is_semaphore(request_) ? "S" + channel_ : "L" + key_.sql_arguments();
+}
+
+void pg_acquire::start() {
+  session_ = backend_->sessions().session_for_attempt(resource_);
+  session_->attempting.insert(resource_);
+  session_->connection->execute(
+      attempt_sql(request_, key_, backend_->token_expression()),
+      [self = shared_from_this()](query_result r) {
+        // Answered: from here the grant (if any) is in the books, or the session is free of it.
+        auto& attempting = self->session_->attempting;
+        attempting.erase(attempting.find(self->resource_));
+        self->attempted(std::move(r), false);
+      });
+}
+
+void pg_acquire::cancel() noexcept {
+  try {
+    boost::asio::post(backend_->executor(), [self = shared_from_this()] { self->stop(); });
+  } catch (...) {
+  }
+}
+
+void pg_acquire::notified() {
+  if (phase_ == phase::listening) attempt_again();
+}
+
+// The first column names the slot (semaphores), the second is the token; NULL: not granted.
+void pg_acquire::attempted(query_result r, bool on_own_session) {
+  if (!r.ok()) {
+    if (on_own_session) stop_listening();
+    complete(acquire_failure(*backend_, r, request_.name), nullptr);
+    return;
+  }
+  if (auto token = r.value(1)) {
+    if (on_own_session) end_listening();
+    grant(*r.value(0), std::stoull(*token));
+    return;
+  }
+  if (stopped_ || !request_.wait) {
+    if (on_own_session) stop_listening();
+    complete(nullptr, nullptr);
+    return;
+  }
+  if (is_semaphore(request_)) {
+    if (!on_own_session) {
+      backend_->events().acquire_waiting();
+      listen();
+    } else {
+      wait_for_notification();
+    }
+    return;
+  }
+  backend_->events().acquire_waiting();
+  wait_for_lock();
+}
+
+void pg_acquire::grant(const std::string& slot, std::uint64_t token) {
+  auto granted =
+      std::make_unique<pg_lease>(backend_, session_, unlock_sql(request_, key_, slot), token);
+  granted->attach(backend_->sessions().add_grant(*session_, resource_, granted->lost_signal()));
+  if (own_session_) backend_->sessions().unreserve(session_);
+  complete(nullptr, std::move(granted));
+}
+
+// Locks: a blocking pg_advisory_lock on a session that holds nothing, bounded by
+// lock_timeout at the deadline; stop() cancels the statement.
+void pg_acquire::wait_for_lock() {
+  session_ = backend_->sessions().session_for_wait();
+  own_session_ = true;
+  phase_ = phase::waiting;
+  session_->connection->execute(
+      wait_sql(request_, key_, lock_timeout_ms(), backend_->token_expression()),
+      [self = shared_from_this()](query_result r) { self->waited(std::move(r)); });
+}
+
+// At the deadline the server's lock_timeout ends the wait by itself, sooner than a
+// cancel request, which opens a connection of its own.
+bool pg_acquire::deadline_passed() const {
+  return request_.deadline != std::chrono::steady_clock::time_point::max() &&
+         std::chrono::steady_clock::now() >= request_.deadline;
+}
+
+long long pg_acquire::lock_timeout_ms() const {
+  if (request_.deadline == std::chrono::steady_clock::time_point::max()) return 0;
+  return detail::lock_timeout_ms(request_.deadline - std::chrono::steady_clock::now());
+}
+
+void pg_acquire::waited(query_result r) {
+  if (cancel_sent_) {
+    // Our cancel request is delivered on a connection of its own and may land after this
+    // statement ended, on whatever the session runs next; and a grant may have won the race.
+    // Ending the session settles both: the server frees all it held.
+    session_->connection->close();
+    complete(nullptr, nullptr);
+    return;
+  }
+  if (r.ok()) {
+    grant("0", std::stoull(r.value(1).value_or("0")));
+    return;
+  }
+  if (r.sqlstate == "55P03" || r.sqlstate == "57014") {
+    release_granted_in_race();
+    return;
+  }
+  if (r.connection_broken && stopped_) {
+    complete(nullptr, nullptr);  // the session is gone, and with it anything it held
+    return;
+  }
+  backend_->sessions().unreserve(session_);
+  complete(acquire_failure(*backend_, r, request_.name), nullptr);
+}
+
+// The grant can come between the timeout or cancel and the error reaching us; a
+// session-level lock survives the failed statement, so look for it and let it go.
+void pg_acquire::release_granted_in_race() {
+  phase_ = phase::cleaning;  // a stop request must not cancel this statement
+  session_->connection->execute(
+      unlock_if_held_sql(request_, key_), [self = shared_from_this()](query_result r) {
+        if (r.ok()) {
+          self->backend_->sessions().unreserve(self->session_);
+        } else {
+          self->session_->connection->close();  // it may hold the lock: ending it frees it
+        }
+        self->complete(nullptr, nullptr);
+      });
+}
+
+// Semaphores: LISTEN on the name's channel on a session of our own, then attempt again on
+// each NOTIFY (every release sends one) and every semaphore_retry (a holder whose session
+// died sends none).
+void pg_acquire::listen() {
+  session_ = backend_->sessions().session_for_wait();
+  own_session_ = true;
+  phase_ = phase::attempting;
+  backend_->waiters().add(channel_, weak_from_this());
+  session_->connection->execute(
+      listen_sql(channel_) + "; " + attempt_sql(request_, key_, backend_->token_expression()),
+      [self = shared_from_this()](query_result r) { self->attempted(std::move(r), true); });
+}
+
+void pg_acquire::wait_for_notification() {
+  phase_ = phase::listening;
+  retry_timer_.expires_after(backend_->settings().semaphore_retry);
+  retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!ec && self && self->phase_ == phase::listening) self->attempt_again();
+  });
+}
+
+void pg_acquire::attempt_again() {
+  retry_timer_.cancel();
+  phase_ = phase::attempting;
+  session_->connection->execute(
+      attempt_sql(request_, key_, backend_->token_expression()),
+      [self = shared_from_this()](query_result r) { self->attempted(std::move(r), true); });
+}
+
+void pg_acquire::end_listening() {
+  backend_->waiters().remove(channel_, this);
+  retry_timer_.cancel();
+  if (!own_session_) return;
+  session_->connection->execute(unlisten_sql(channel_), [](query_result) {});
+}
+
+// Ends a semaphore wait without a grant: the session goes back to the pool.
+void pg_acquire::stop_listening() {
+  end_listening();
+  backend_->sessions().unreserve(session_);
+}
+
+void pg_acquire::stop() {
+  if (phase_ == phase::done) return;
+  stopped_ = true;
+  if (phase_ == phase::listening) {
+    stop_listening();
+    complete(nullptr, nullptr);
+    return;
+  }
+  if (phase_ == phase::waiting && !deadline_passed()) {
+    cancel_sent_ = session_->connection->cancel_running();
+    if (!cancel_sent_) {
+      // Still queued behind the connect: nothing was sent, so closing the session is clean.
+      session_->connection->close();
+      return;
+    }
+  }
+  // A server that does not answer (paused, unreachable) ends neither the statement by itself
+  // nor on the cancel: give the session up after connect_timeout. The server frees what it
+  // held, and every handle on it is marked lost (nobody can vouch for them).
+  retry_timer_.expires_after(backend_->settings().connect_timeout);
+  retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!ec && self && self->phase_ != phase::done) {
+      self->session_->connection->abandon("no answer within connect_timeout after a stop");
+    }
+  });
+}
+
+void pg_acquire::complete(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  if (phase_ == phase::done) return;
+  phase_ = phase::done;
+  retry_timer_.cancel();
+  auto done = std::move(done_);
+  done(std::move(error), std::move(granted));
+}
+
+}  // namespace dlock::postgres::detail

@@ -1,0 +1,71 @@
+// Private to dlock::postgres: one acquire, from its first attempt to its grant or its end.
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <string>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <dlock/core/backend/backend.hpp>
+#include <dlock/postgres/advisory_key.hpp>
+
+#include "session.hpp"
+
+namespace dlock::postgres::detail {
+
+class postgres_backend;
+
+/// One acquire: an attempt on a shared session, then, if it must wait, a blocking
+/// pg_advisory_lock on a session of its own (locks) or LISTEN and retries (semaphores).
+///
+/// A stop cancels the waiting statement (or ends the semaphore's wait); a grant that races a
+/// timeout or a cancel is given back, so nothing is left at the server. Runs on the io thread
+/// except cancel().
+class pg_acquire final : public acquire_operation,
+                         public std::enable_shared_from_this<pg_acquire> {
+ public:
+  pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_request request,
+             acquire_completion done);
+
+  /// Sends the first attempt. Io thread only.
+  void start();
+
+  void cancel() noexcept override;
+
+  /// Called by the backend when the semaphore's channel was notified.
+  void notified();
+
+ private:
+  enum class phase { attempting, waiting, listening, cleaning, done };
+
+  void attempted(query_result r, bool on_own_session);
+  void grant(const std::string& slot, std::uint64_t token);
+  void wait_for_lock();
+  bool deadline_passed() const;
+  long long lock_timeout_ms() const;
+  void waited(query_result r);
+  void release_granted_in_race();
+  void listen();
+  void wait_for_notification();
+  void attempt_again();
+  void end_listening();
+  void stop_listening();
+  void stop();
+  void complete(std::exception_ptr error, std::unique_ptr<lease> granted);
+
+  std::shared_ptr<postgres_backend> backend_;
+  acquire_request request_;
+  acquire_completion done_;
+  advisory_key key_;
+  std::string resource_;
+  std::string channel_;
+  std::shared_ptr<pg_session> session_;
+  bool own_session_ = false;
+  bool stopped_ = false;
+  bool cancel_sent_ = false;
+  phase phase_ = phase::attempting;
+  boost::asio::steady_timer retry_timer_;
+};
+
+}  // namespace dlock::postgres::detail

@@ -1,0 +1,117 @@
+#include "backend.hpp"
+
+#include <stdexcept>
+
+#include <boost/asio/post.hpp>
+
+#include <dlock/core/backend/blocking_call.hpp>
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/errors.hpp>
+
+#include "acquire.hpp"
+#include "connection_string.hpp"
+#include "fencing.hpp"
+#include "keepalive.hpp"
+#include "semaphore_keys.hpp"
+#include "sql.hpp"
+
+namespace dlock::postgres::detail {
+
+postgres_backend::postgres_backend(options opts)
+    : options_(std::move(opts)), endpoint_(describe_connection_string(options_.connection_string)) {
+  auto require_positive = [](std::chrono::nanoseconds value, const char* field) {
+    if (value <= std::chrono::nanoseconds::zero()) {
+      throw std::invalid_argument(std::string("dlock: postgres: options.") + field +
+                                  " must be positive");
+    }
+  };
+  require_positive(options_.connect_timeout, "connect_timeout");
+  require_positive(options_.keepalive, "keepalive");
+  require_positive(options_.semaphore_retry, "semaphore_retry");
+  require_positive(options_.release_timeout, "release_timeout");
+  validate_fencing_sequence(options_.fencing_sequence);
+  token_expression_ = fencing_token_expression(options_.fencing_sequence);
+}
+
+postgres_backend::~postgres_backend() {
+  io().stop();
+  if (pool_) pool_->close_all();
+}
+
+void postgres_backend::start() {
+  std::weak_ptr<postgres_backend> weak = weak_from_this();
+  session_pool::hooks hooks{
+      .opened = [weak](pg_connection& connection) {
+        if (auto self = weak.lock()) self->session_opened(connection);
+      },
+      .notified = [weak](const std::string& channel) {
+        if (auto self = weak.lock()) self->waiters_.notify(channel);
+      }};
+  pool_ = std::make_shared<session_pool>(io().executor(), options_, endpoint_, std::move(hooks));
+  keepalive_ = std::make_shared<keepalive>(io().executor(), pool_, options_.keepalive);
+  keepalive_->start();
+}
+
+std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_request request,
+                                                                   acquire_completion done) {
+  if (request.kind == primitive::semaphore && request.max_count > max_semaphore_slots) {
+    throw std::invalid_argument(message(
+        "max_count " + std::to_string(request.max_count) + " of semaphore '" +
+        naming::quote_for_message(request.name) + "' exceeds " +
+        std::to_string(max_semaphore_slots)));
+  }
+  auto op = std::make_shared<pg_acquire>(shared_from_this(), std::move(request), std::move(done));
+  // Core calls from the io thread, where start() may run at once: it only queues a statement,
+  // whose result always comes later, so `done` never runs inside this call.
+  if (io().running_in_this_thread()) {
+    op->start();
+  } else {
+    boost::asio::post(io().executor(), [op] { op->start(); });
+  }
+  return op;
+}
+
+std::optional<std::uint32_t> postgres_backend::current_count(const acquire_request& request) {
+  if (running_in_this_thread()) {
+    throw std::logic_error("dlock: postgres current_count() on the provider's own thread would "
+                           "wait for itself");
+  }
+  const std::string of_semaphore =
+      " counting the slots of semaphore '" + naming::quote_for_message(request.name) + "'";
+  query_result r = call_and_wait<query_result>(
+      executor(), options_.release_timeout, message("no answer in time" + of_semaphore),
+      [self = shared_from_this(), sql = count_slots_sql(request.name, request.max_count)](
+          const blocking_reply<query_result>& reply) {
+        self->pool_->session_for_attempt("")->connection->execute(
+            sql, [reply](query_result r) { reply.set_value(std::move(r)); });
+      });
+  if (!r.ok()) throw connection_error(message(r.message + of_semaphore));
+  if (auto other = r.value(1)) {
+    throw max_count_mismatch(request, std::stoull(*other));
+  }
+  const auto held = std::stoul(r.value().value_or("0"));
+  return held >= request.max_count ? 0 : request.max_count - static_cast<std::uint32_t>(held);
+}
+
+// Every new session first makes sure the fencing sequence exists, until one has.
+void postgres_backend::session_opened(pg_connection& connection) {
+  if (options_.fencing_sequence.empty() || fencing_sequence_created_) return;
+  connection.execute(
+      create_fencing_sequence_sql(options_.fencing_sequence),
+      [weak = weak_from_this(), sequence = options_.fencing_sequence](query_result r) {
+        auto backend = weak.lock();
+        if (!backend) return;
+        // 42P07/23505: another client created it at the same moment.
+        if (r.ok() || r.sqlstate == "42P07" || r.sqlstate == "23505") {
+          backend->fencing_sequence_created_ = true;
+        } else if (!r.connection_broken) {
+          backend->events().background_error(std::make_exception_ptr(dlock::error(
+              backend->message("cannot create the fencing sequence " + sequence + " (" +
+                               r.message +
+                               "); create it once with CREATE SEQUENCE and GRANT USAGE to "
+                               "the lock users"))));
+        }
+      });
+}
+
+}  // namespace dlock::postgres::detail

@@ -1,0 +1,64 @@
+// Private to dlock::postgres: the backend behind dlock::postgres::provider.
+//
+// Where to start: pg_acquire (acquire.hpp) is one acquire from attempt to grant; it takes
+// sessions from the session_pool, which a keepalive probes; a grant is a pg_lease; the SQL is
+// in sql.hpp and every session is a pg_connection over libpq's asynchronous calls.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <dlock/core/backend/backend.hpp>
+#include <dlock/postgres/options.hpp>
+
+#include "notify_waiters.hpp"
+#include "session_pool.hpp"
+
+namespace dlock::postgres::detail {
+
+class keepalive;
+
+/// The pool of sessions, the keepalive and the semaphore waiters. All its state lives on the
+/// io thread; start_acquire and releases post there.
+class postgres_backend final : public dlock::backend,
+                               public std::enable_shared_from_this<postgres_backend> {
+ public:
+  /// Throws std::invalid_argument for a bad option or connection string (naming it).
+  explicit postgres_backend(options opts);
+  ~postgres_backend() override;
+
+  std::string_view scheme() const noexcept override { return "postgres"; }
+  std::string endpoint() const override { return endpoint_; }
+  std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
+                                                   acquire_completion done) override;
+  std::optional<std::uint32_t> current_count(const acquire_request& request) override;
+
+  /// Makes the session pool and starts its keepalive; called once the backend is owned by a
+  /// shared_ptr. Connects nothing yet.
+  void start() override;
+
+  const options& settings() const noexcept { return options_; }
+
+  /// `nextval('seq')`, or `0` without fencing.
+  const std::string& token_expression() const noexcept { return token_expression_; }
+
+  // io thread only:
+  session_pool& sessions() noexcept { return *pool_; }
+  notify_waiters& waiters() noexcept { return waiters_; }
+
+ private:
+  void session_opened(pg_connection& connection);
+
+  options options_;
+  std::string endpoint_;
+  std::string token_expression_;
+  bool fencing_sequence_created_ = false;
+  notify_waiters waiters_;
+  std::shared_ptr<session_pool> pool_;
+  std::shared_ptr<keepalive> keepalive_;
+};
+
+}  // namespace dlock::postgres::detail

@@ -1,0 +1,37 @@
+// Private to dlock::postgres: one pooled session and the books kept on it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stop_token>
+#include <string>
+
+#include "pg_connection.hpp"
+
+namespace dlock::postgres::detail {
+
+/// A pooled connection and what it holds. Touched only on the io thread.
+struct pg_session {
+  std::shared_ptr<pg_connection> connection;
+  struct grant {
+    std::string resource;
+    std::stop_source lost;
+  };
+  std::map<std::uint64_t, grant> grants;  // by grant id
+  // Resources of attempts sent but not answered yet: advisory locks are re-entrant per session,
+  // so a second attempt of one of them on this session would be granted too.
+  std::multiset<std::string> attempting;
+  bool reserved = false;                  // a waiting acquire runs on it
+  // When the unanswered keepalive probe was sent; empty when none is outstanding.
+  std::optional<std::chrono::steady_clock::time_point> probe_sent;
+
+  bool holds(const std::string& resource) const;
+  /// Holds `resource` or has an attempt of it in flight.
+  bool holds_or_attempts(const std::string& resource) const;
+};
+
+}  // namespace dlock::postgres::detail
