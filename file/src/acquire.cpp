@@ -8,7 +8,7 @@
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/errors.hpp>
 
-#include "file_backend.hpp"
+#include "backend.hpp"
 #include "lease.hpp"
 
 namespace dlock::file::detail {

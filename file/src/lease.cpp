@@ -6,7 +6,7 @@
 
 #include <dlock/core/errors.hpp>
 
-#include "file_backend.hpp"
+#include "backend.hpp"
 
 namespace dlock::file::detail {
 

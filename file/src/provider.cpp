@@ -5,7 +5,7 @@
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/backend/provider_url.hpp>
 
-#include "file_backend.hpp"
+#include "backend.hpp"
 
 namespace dlock::file {
 

@@ -5,7 +5,7 @@
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/backend/provider_url.hpp>
 
-#include "memory_backend.hpp"
+#include "backend.hpp"
 
 namespace dlock::memory {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include <dlock/core/durations.hpp>
 #include <dlock/core/errors.hpp>
-#include <dlock/core/provider.hpp>
 
 namespace dlock::postgres {
 

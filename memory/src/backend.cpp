@@ -1,4 +1,4 @@
-#include "memory_backend.hpp"
+#include "backend.hpp"
 
 #include <algorithm>
 #include <stdexcept>

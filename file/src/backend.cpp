@@ -1,4 +1,4 @@
-#include "file_backend.hpp"
+#include "backend.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
