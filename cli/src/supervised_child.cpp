@@ -70,12 +70,13 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
   std::vector<char*> envp;
   for (char** entry = environ; *entry; ++entry) {
     const std::string_view kv(*entry);
-    bool overridden = false;
+    // DLOCK_URL is how a password stays out of argv; the command must not inherit it.
+    bool dropped = kv.starts_with("DLOCK_URL=");
     for (const auto& extra : extra_env) {
       const auto key = extra.substr(0, extra.find('=') + 1);
-      if (kv.starts_with(key)) overridden = true;
+      if (kv.starts_with(key)) dropped = true;
     }
-    if (!overridden) envp.push_back(*entry);
+    if (!dropped) envp.push_back(*entry);
   }
   for (auto& extra : env_storage) envp.push_back(extra.data());
   envp.push_back(nullptr);

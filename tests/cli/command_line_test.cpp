@@ -30,11 +30,12 @@ std::string shell_quote(const std::string& word) {
   return quoted + "'";
 }
 
-outcome run_dlock(const std::vector<std::string>& args) {
+outcome run_dlock(const std::vector<std::string>& args,
+                  const std::vector<std::string>& env = {"DLOCK_URL="}) {
   std::string script = "exec " + shell_quote(support::cli_path());
   for (const auto& arg : args) script += " " + shell_quote(arg);
   script += " 2>&1";
-  child_process dlock({"/bin/sh", "-c", script}, {"DLOCK_URL="});
+  child_process dlock({"/bin/sh", "-c", script}, env);
   dlock.close_stdin();
   std::string output = dlock.read_all(30s);
   const auto status = dlock.wait(30s);
@@ -96,6 +97,16 @@ TEST_CASE("dlock never prints a password from the URL", "[cli]") {
   const auto result = run_dlock({"nosuch://admin:hunter2@127.0.0.1:1/x", "job", "--", "true"});
   CHECK(result.exit_code == 64);
   CHECK_THAT(result.output, !Contains("hunter2"));
+}
+
+TEST_CASE("the command does not inherit DLOCK_URL, which may carry a password", "[cli]") {
+  support::temp_directory dir;
+  const auto result =
+      run_dlock({"job", "--", "/bin/sh", "-c", "echo \"url=[${DLOCK_URL-unset}]\""},
+                {"DLOCK_URL=file://" + dir.path().string()});
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.output, Contains("url=[unset]"));
+  CHECK(std::filesystem::exists(dir.path() / "job.lock"));  // the URL was used by dlock itself
 }
 
 TEST_CASE("a backend that cannot be set up exits 69, not the conflict code", "[cli]") {
