@@ -7,15 +7,23 @@
 //   dlock-test-helper contend URL NAME ITERATIONS LOGFILE
 //     acquires and releases ITERATIONS times, appending "B <token> <pid>" and
 //     "E <token> <pid>" around each critical section (O_APPEND, one write per line).
+//   dlock-test-helper nemesis-worker URL NAME MODE SECONDS LOG STORE   MODE: lock | semaphore:N
+//     takes the lock (or a slot) again and again for SECONDS, each time working on the fenced
+//     counter STORE (lock) and logging the section to LOG in history.hpp's format; errors of
+//     the backend (a paused or cut-off server) are ridden out, as a service would.
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <utility>
 
 #include <dlock/dlock.hpp>
+
+#include "fenced_store.hpp"
+#include "history.hpp"
 
 namespace {
 
@@ -51,6 +59,49 @@ void log_sections(const char* log_path, int iterations, Enter enter) {
     append_line(log, "E " + token + " " + pid + "\n");
   }
   ::close(log);
+}
+
+/// One critical section of a nemesis worker: the fenced counter's increment (a lock) or a
+/// moment of holding (a semaphore slot), as one history line.
+std::string nemesis_section(const dlock::lock_handle& held, const support::fenced_store* store) {
+  const std::int64_t begin = support::monotonic_ns();
+  std::string read = "-1", write = "-";
+  if (store) {
+    if (auto value = store->read(held.fencing_token())) {
+      read = std::to_string(*value);
+      write = store->write(held.fencing_token(), *value + 1) ? "1" : "0";
+    }
+  } else {
+    ::usleep(1000);
+  }
+  const bool lost = held.lost();
+  const std::int64_t end = support::monotonic_ns();
+  return "S " + std::to_string(::getpid()) + " " + std::to_string(held.fencing_token()) + " " +
+         std::to_string(begin) + " " + std::to_string(end) + " " + read + " " + write + " " +
+         (lost ? "1" : "0");
+}
+
+int nemesis_worker(const std::string& url, const std::string& name, const std::string& mode,
+                   int seconds, const std::string& log, const std::string& store_path) {
+  auto provider = dlock::make_provider(url);
+  const bool semaphore = mode.rfind("semaphore:", 0) == 0;
+  std::optional<support::fenced_store> store;
+  if (!semaphore) store.emplace(store_path);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    try {
+      std::optional<dlock::lock_handle> held =
+          semaphore ? provider->create_semaphore(name, std::stoul(mode.substr(10)))
+                          .try_acquire(std::chrono::seconds(2))
+                    : provider->create_lock(name).try_acquire(std::chrono::seconds(2));
+      if (!held) continue;
+      support::append_history_line(log, nemesis_section(*held, store ? &*store : nullptr));
+      held->release();
+    } catch (const dlock::error&) {
+      ::usleep(50'000);  // the backend is unreachable for now: try again, as a service would
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -93,8 +144,12 @@ int main(int argc, char** argv) try {
     });
     return 0;
   }
+  if (command == "nemesis-worker" && argc == 8) {
+    return nemesis_worker(argv[2], argv[3], argv[4], std::stoi(argv[5]), argv[6], argv[7]);
+  }
   std::cerr << "usage: dlock-test-helper hold URL NAME MODE | contend URL NAME N LOG"
-               " | contend-all URL NAME1 NAME2 N LOG\n";
+               " | contend-all URL NAME1 NAME2 N LOG"
+               " | nemesis-worker URL NAME MODE SECONDS LOG STORE\n";
   return 64;
 } catch (const std::exception& e) {
   std::cerr << "dlock-test-helper: " << e.what() << '\n';

@@ -1,0 +1,31 @@
+// The resource a nemesis run's critical sections work on: a counter in a file that checks
+// fencing tokens on every read and write, as a storage service that honours fencing would
+// (Kleppmann's "How to do distributed locking"). Several processes share it; flock(2) makes
+// each step atomic.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+namespace support {
+
+/// A fenced counter. A step with a token lower than the highest token the store has seen is
+/// refused; any other step raises that highest token to its own. So a paused holder whose
+/// lease expired is refused once a newer holder has touched the store, and an increment is
+/// never lost as long as tokens rise with every grant.
+class fenced_store {
+ public:
+  /// Opens (creating) the store file at `path`.
+  explicit fenced_store(std::filesystem::path path);
+
+  /// Reads the counter with `token`; nullopt when the token is stale.
+  std::optional<std::int64_t> read(std::uint64_t token) const;
+  /// Stores `value` with `token`; false when the token is stale.
+  bool write(std::uint64_t token, std::int64_t value) const;
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace support
