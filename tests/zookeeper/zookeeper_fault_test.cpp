@@ -78,6 +78,11 @@ std::optional<std::size_t> member_watching(const std::string& node) {
   return std::nullopt;
 }
 
+using clock = std::chrono::steady_clock;
+/// The session timeout of the providers that a silent server cuts off: short, so the tests are
+/// quick, and long enough that a resume right after their acquires fail finds them alive.
+constexpr auto session_timeout = 6s;
+
 /// The number of children of `parent` on the standalone server, read in a fresh session.
 std::size_t child_count(const std::string& parent) {
   return support::zookeeper_session(support::zookeeper_hosts(standalone_url()))
@@ -250,8 +255,6 @@ TEST_CASE("a wait withdrawn while its create is unanswered (server paused) ends 
 TEST_CASE("waiting acquires, sync and async, fail with connection_error before the session "
           "timeout when the server goes silent, and their nodes are deleted once it answers",
           "[zookeeper][fault][partition]") {
-  using clock = std::chrono::steady_clock;
-  constexpr auto session_timeout = 6s;
   const std::string base = "/" + unique_name("dlock-silent-waiter");
   auto holder = make_zookeeper(standalone_url(), base, 20s);  // outlives the pause
   auto waiter = make_zookeeper(standalone_url(), base, session_timeout);
@@ -351,8 +354,6 @@ bool lose_create_answer(const char* path) {
 TEST_CASE("an acquire whose create answer is lost to a silent server fails with "
           "connection_error, and the node the create made is deleted once the server answers",
           "[zookeeper][fault][partition]") {
-  using clock = std::chrono::steady_clock;
-  constexpr auto session_timeout = 6s;
   const std::string base = "/" + unique_name("dlock-lost-create");
   auto zk = make_zookeeper(standalone_url(), base, session_timeout);
   auto own = zk->create_lock("own").acquire(10s);  // shows whether the session survives
@@ -388,7 +389,7 @@ TEST_CASE("an acquire whose create answer is lost to a silent server fails with 
   CHECK(wait_until([&] { return child_count(parent) == 0; }, 15s));
   report_figure("resume to the orphan node deleted", clock::now() - resumed_at);
   CHECK_FALSE(own.lost());
-  auto other = make_zookeeper(standalone_url(), base, 6s);
+  auto other = make_zookeeper(standalone_url(), base, session_timeout);
   CHECK(other->create_lock("x").try_acquire(5s));
 }
 
@@ -408,7 +409,7 @@ TEST_CASE("a waiting acquire goes on without an error when the ensemble member i
   auto holder = make_zookeeper(ensemble_url(), base, 20s);
   auto first_waiter = make_zookeeper(ensemble_url(), base, 20s);
   auto waiter = std::make_shared<dlock::zookeeper::provider>(dlock::zookeeper::options{
-      .hosts = followers, .base_path = base, .session_timeout = 6s});
+      .hosts = followers, .base_path = base, .session_timeout = session_timeout});
   auto held = holder->create_lock("x").acquire(10s);
   auto first = first_waiter->create_lock("x").async_acquire(60s, {}, boost::asio::use_future);
   const std::string parent = holder->lock_node_path("x");
@@ -429,13 +430,13 @@ TEST_CASE("a waiting acquire goes on without an error when the ensemble member i
   {
     support::undo_test_servers_fault resume({"resume", member});
     support::test_servers({"pause", member});
-    const auto paused_at = std::chrono::steady_clock::now();
+    const auto paused_at = clock::now();
     CHECK(wait_until([&] {
       const auto now = member_watching(watched);
       return now && *now != *serving;
     }, 20s));
     report_figure("silent member to the waiter's session moved (t = 6 s)",
-                  std::chrono::steady_clock::now() - paused_at);
+                  clock::now() - paused_at);
     CHECK(result.wait_for(0s) == std::future_status::timeout);  // still waiting, no error
     resume.now();
   }
