@@ -1,10 +1,16 @@
 // dlock::zookeeper under faults: killed and paused holders, a killed ensemble member, a lost
-// quorum, a server that dies while a wait is withdrawn. These kill, pause and restart servers
-// that other tests share, so they run alone (RUN_SERIAL) and leave the servers healthy.
+// quorum, a server that dies while a wait is withdrawn, waiters and a create's answer cut
+// off by a silent server. These kill, pause and restart servers that other tests share, so
+// they run alone (RUN_SERIAL) and leave the servers healthy.
 #include <signal.h>
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <future>
 #include <thread>
 
 #include <dlock/dlock.hpp>
@@ -12,6 +18,8 @@
 #include "support.hpp"
 #include "test_servers.hpp"
 #include "zookeeper_client.hpp"
+// The one test-only seam of the backend (off by default), to lose a create's answer.
+#include "../../zookeeper/src/test_seams.hpp"
 
 using namespace std::chrono_literals;
 using support::unique_name;
@@ -68,6 +76,25 @@ std::optional<std::size_t> member_watching(const std::string& node) {
     if (watches && watches->find(node) != std::string::npos) return i;
   }
   return std::nullopt;
+}
+
+using clock = std::chrono::steady_clock;
+/// The session timeout of the providers that a silent server cuts off: short, so the tests are
+/// quick, and long enough that a resume right after their acquires fail finds them alive.
+constexpr auto session_timeout = 6s;
+
+/// The number of children of `parent` on the standalone server, read in a fresh session.
+std::size_t child_count(const std::string& parent) {
+  return support::zookeeper_session(support::zookeeper_hosts(standalone_url()))
+      .children(parent)
+      .size();
+}
+
+/// Prints a measured figure (docs/zookeeper.md quotes them; ctest -V shows them).
+void report_figure(const char* what, std::chrono::steady_clock::duration took) {
+  std::printf("measured: %s: %lld ms\n", what,
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
 }
 
 std::string only_child(const std::string& url, const std::string& parent) {
@@ -223,4 +250,199 @@ TEST_CASE("a wait withdrawn while its create is unanswered (server paused) ends 
   CHECK_FALSE(outcome.has_value());
   support::zookeeper_session session(support::zookeeper_hosts(standalone_url()));
   CHECK(wait_until([&] { return session.children(parent).empty(); }, 30s));
+}
+
+TEST_CASE("waiting acquires, sync and async, fail with connection_error before the session "
+          "timeout when the server goes silent, and their nodes are deleted once it answers",
+          "[zookeeper][fault][partition]") {
+  const std::string base = "/" + unique_name("dlock-silent-waiter");
+  auto holder = make_zookeeper(standalone_url(), base, 20s);  // outlives the pause
+  auto waiter = make_zookeeper(standalone_url(), base, session_timeout);
+  std::string sync_error;
+  std::atomic<bool> sync_done{false};
+  clock::time_point sync_failed_at{}, paused_at{};
+  // Joined after the handles below are released, which frees a waiter that never failed.
+  std::jthread sync_waiter;
+  auto held_x = holder->create_lock("x").acquire(10s);
+  auto held_y = holder->create_lock("y").acquire(10s);
+  auto own = waiter->create_lock("own").acquire(10s);  // shows whether the session survives
+
+  auto async_result = waiter->create_lock("y").async_acquire(60s, {}, boost::asio::use_future);
+  sync_waiter = std::jthread([&] {
+    try {
+      (void)waiter->create_lock("x").acquire();  // no timeout: must not outlast an outage
+    } catch (const dlock::connection_error& e) {
+      sync_error = e.what();
+    }
+    sync_failed_at = clock::now();
+    sync_done = true;
+  });
+  REQUIRE(wait_until([&] {
+    return child_count(holder->lock_node_path("x")) == 2 &&
+           child_count(holder->lock_node_path("y")) == 2;
+  }, 10s));
+
+  std::string async_error;
+  clock::time_point async_failed_at{};
+  {
+    support::undo_test_servers_fault resume({"resume", "zookeeper"});
+    support::test_servers({"pause", "zookeeper"});
+    paused_at = clock::now();
+    CHECK(wait_until([&] {
+      if (async_failed_at == clock::time_point{} &&
+          async_result.wait_for(0s) == std::future_status::ready) {
+        async_failed_at = clock::now();
+      }
+      return sync_done && async_failed_at != clock::time_point{};
+    }, 20s));
+    resume.now();
+  }
+  REQUIRE(sync_done);
+  REQUIRE(async_failed_at != clock::time_point{});
+  try {
+    (void)async_result.get();
+  } catch (const dlock::connection_error& e) {
+    async_error = e.what();
+  }
+  CHECK_THAT(sync_error, Catch::Contains("no server of the ensemble reachable"));
+  CHECK_THAT(async_error, Catch::Contains("no server of the ensemble reachable"));
+  // Before the server may expire the session: the client notices the silence after 2t/3
+  // and gives waiters t/6 more.
+  CHECK(sync_failed_at - paused_at < session_timeout);
+  CHECK(async_failed_at - paused_at < session_timeout);
+  report_figure("silent server to a sync waiter's connection_error (t = 6 s)",
+                sync_failed_at - paused_at);
+  report_figure("silent server to an async waiter's connection_error (t = 6 s)",
+                async_failed_at - paused_at);
+
+  // The session survived the pause: the failed waiters' nodes are deleted in it.
+  const auto resumed_at = clock::now();
+  CHECK(wait_until([&] {
+    return child_count(holder->lock_node_path("x")) == 1 &&
+           child_count(holder->lock_node_path("y")) == 1;
+  }, 15s));
+  report_figure("resume to the failed waiters' nodes deleted", clock::now() - resumed_at);
+  CHECK_FALSE(own.lost());
+  CHECK(child_count(waiter->lock_node_path("own")) == 1);
+  // The same provider works again.
+  held_x.release();
+  CHECK(waiter->create_lock("x").acquire(10s));
+}
+
+namespace {
+
+// The base path whose lock node's create answer lose_create_answer() drops, once.
+std::string lost_answer_base;
+std::atomic<bool> lost_answer_used{false};
+std::atomic<bool> lost_answer_pause_failed{false};
+
+bool lose_create_answer(const char* path) {
+  if (!std::string_view(path).starts_with(lost_answer_base + "/x/")) return false;
+  if (lost_answer_used.exchange(true)) return false;
+  // The server made the node and answered; it goes silent before the answer is read, and
+  // the answer is dropped: to the client, a create lost with the connection.
+  try {
+    support::test_servers({"pause", "zookeeper"});
+  } catch (...) {
+    lost_answer_pause_failed = true;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("an acquire whose create answer is lost to a silent server fails with "
+          "connection_error, and the node the create made is deleted once the server answers",
+          "[zookeeper][fault][partition]") {
+  const std::string base = "/" + unique_name("dlock-lost-create");
+  auto zk = make_zookeeper(standalone_url(), base, session_timeout);
+  auto own = zk->create_lock("own").acquire(10s);  // shows whether the session survives
+  const std::string parent = zk->lock_node_path("x");
+
+  lost_answer_base = base;
+  lost_answer_used = false;
+  lost_answer_pause_failed = false;
+  dlock::zookeeper::detail::set_create_answer_filter(lose_create_answer);
+  std::string error;
+  clock::duration took{};
+  {
+    support::undo_test_servers_fault resume({"resume", "zookeeper"});
+    const auto started = clock::now();
+    try {
+      (void)zk->create_lock("x").try_acquire(30s);
+    } catch (const dlock::connection_error& e) {
+      error = e.what();
+    }
+    took = clock::now() - started;
+    dlock::zookeeper::detail::set_create_answer_filter(nullptr);
+    resume.now();
+  }
+  REQUIRE(lost_answer_used);
+  REQUIRE_FALSE(lost_answer_pause_failed);
+  CHECK_THAT(error, Catch::Contains("no server of the ensemble reachable"));
+  CHECK(took < session_timeout);
+  report_figure("lost create answer to connection_error (t = 6 s)", took);
+
+  // The session survived, and with it the node the create made: the provider finds it by
+  // its protection prefix once reconnected and deletes it, so another provider gets the lock.
+  const auto resumed_at = clock::now();
+  CHECK(wait_until([&] { return child_count(parent) == 0; }, 15s));
+  report_figure("resume to the orphan node deleted", clock::now() - resumed_at);
+  CHECK_FALSE(own.lost());
+  auto other = make_zookeeper(standalone_url(), base, session_timeout);
+  CHECK(other->create_lock("x").try_acquire(5s));
+}
+
+TEST_CASE("a waiting acquire goes on without an error when the ensemble member its session is "
+          "on goes silent and the session moves to another member",
+          "[zookeeper][fault][ensemble][partition]") {
+  const std::string base = "/" + unique_name("dlock-waiter-moves");
+  // The waiter connects only to the two followers, so that pausing its member leaves a
+  // quorum and a member to move to (a paused leader would take an election first).
+  std::string followers;
+  for (const auto& member : support::endpoint_hosts(ensemble_url())) {
+    if (support::zookeeper_mode(member.port) != "follower") continue;
+    if (!followers.empty()) followers += ",";
+    followers += "127.0.0.1:" + std::to_string(member.port);
+  }
+  REQUIRE(std::count(followers.begin(), followers.end(), ',') == 1);
+  auto holder = make_zookeeper(ensemble_url(), base, 20s);
+  auto first_waiter = make_zookeeper(ensemble_url(), base, 20s);
+  auto waiter = std::make_shared<dlock::zookeeper::provider>(dlock::zookeeper::options{
+      .hosts = followers, .base_path = base, .session_timeout = session_timeout});
+  auto held = holder->create_lock("x").acquire(10s);
+  auto first = first_waiter->create_lock("x").async_acquire(60s, {}, boost::asio::use_future);
+  const std::string parent = holder->lock_node_path("x");
+  support::zookeeper_session reader(support::zookeeper_hosts(ensemble_url()));
+  REQUIRE(wait_until([&] { return reader.sync(), reader.children(parent).size() == 2; }, 10s));
+  auto result = waiter->create_lock("x").async_acquire(60s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return reader.sync(), reader.children(parent).size() == 3; }, 10s));
+  // Our waiter watches the first waiter's node (the second in the queue), and nobody else does.
+  auto queue = reader.children(parent);
+  std::sort(queue.begin(), queue.end(), [](const std::string& a, const std::string& b) {
+    return a.substr(a.rfind('-') + 1) < b.substr(b.rfind('-') + 1);
+  });
+  const std::string watched = parent + "/" + queue[1];
+  std::optional<std::size_t> serving;
+  REQUIRE(wait_until([&] { return (serving = member_watching(watched)).has_value(); }, 10s));
+
+  const std::string member = "zk" + std::to_string(*serving + 1);
+  {
+    support::undo_test_servers_fault resume({"resume", member});
+    support::test_servers({"pause", member});
+    const auto paused_at = clock::now();
+    CHECK(wait_until([&] {
+      const auto now = member_watching(watched);
+      return now && *now != *serving;
+    }, 20s));
+    report_figure("silent member to the waiter's session moved (t = 6 s)",
+                  clock::now() - paused_at);
+    CHECK(result.wait_for(0s) == std::future_status::timeout);  // still waiting, no error
+    resume.now();
+  }
+  held.release();
+  auto first_handle = first.get();
+  first_handle.release();
+  auto handle = result.get();  // throws if the wait failed
+  CHECK(handle.fencing_token() > 0);
 }

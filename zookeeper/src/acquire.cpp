@@ -68,10 +68,17 @@ zk_handler zookeeper_acquire::wake() {
 void zookeeper_acquire::begin() {
   if (phase_ == phase::finished) return;
   if (withdrawing()) return abandon();
+  if (unreachable_id_ == 0) {
+    unreachable_id_ = session().when_unreachable([self = shared_from_this()](
+                                                     std::exception_ptr error) {
+      self->on_unreachable(std::move(error));
+    });
+  }
   drop_watch();
   for (stage& s : stages_) {
     // A node left from the attempt before (the semaphore's lock) must not block others.
     if (!s.node.empty()) session().remove(s.node, [](zk_reply) {});
+    forget_unknown_create(s);
     s = stage{s.parent, s.marker};
   }
   stage_index_ = 0;
@@ -88,6 +95,7 @@ void zookeeper_acquire::send_create() {
     if (error) return self.fail(error);
     if (self.withdrawing()) return self.abandon();
     stage& s = self.current();
+    s.create_unknown = true;
     self.session().create(
         s.parent + "/" + s.prefix + std::string(s.marker), true,
         self.step([](zookeeper_acquire& me, zk_reply reply) { me.on_created(std::move(reply)); }));
@@ -105,6 +113,8 @@ void zookeeper_acquire::send_create() {
 
 void zookeeper_acquire::on_created(zk_reply reply) {
   stage& s = current();
+  // A create cut off by the connection may still have happened: find_own() settles it.
+  s.create_unknown = is_connection_loss(reply.rc);
   if (reply.rc == ZOK) {
     s.node = std::move(reply.path);
     s.czxid = reply.czxid;
@@ -135,9 +145,11 @@ void zookeeper_acquire::find_own() {
     self.session().get_children(
         self.current().parent, self.step([](zookeeper_acquire& me, zk_reply reply) {
           if (is_connection_loss(reply.rc)) return me.find_own();
-          if (reply.rc == ZNONODE) return me.send_create();
-          if (reply.rc != ZOK) return me.on_call_failed(reply.rc, "find");
           stage& s = me.current();
+          if (reply.rc == ZNONODE) return s.create_unknown = false, me.send_create();
+          if (reply.rc != ZOK) return me.on_call_failed(reply.rc, "find");
+          // Settled: the create happened (adopt the node) or never will.
+          s.create_unknown = false;
           auto ours = std::find_if(reply.children.begin(), reply.children.end(),
                                    [&](const std::string& c) { return c.starts_with(s.prefix); });
           if (ours == reply.children.end()) return me.send_create();
@@ -272,6 +284,21 @@ void zookeeper_acquire::on_call_failed(int rc, std::string_view call) {
   fail(std::make_exception_ptr(connection_error(backend_->message(what, request_.name))));
 }
 
+void zookeeper_acquire::on_unreachable(std::exception_ptr error) {
+  unreachable_id_ = 0;
+  if (phase_ != phase::queueing) return;  // withdrawn or done: it ends on its own
+  if (calls_out_ == 0) return fail(std::move(error));
+  // A call is still out (one may be creating our node): its answer, a connection loss at the
+  // latest, cleans up as for a withdrawn wait; the caller hears now.
+  phase_ = phase::answered;
+  report(std::move(error), nullptr);
+}
+
+void zookeeper_acquire::forget_unknown_create(stage& s) {
+  if (!std::exchange(s.create_unknown, false) || !s.node.empty()) return;
+  session().remove_orphans(s.parent, s.prefix);
+}
+
 void zookeeper_acquire::fail_missing_chroot() {
   fail(std::make_exception_ptr(connection_error(backend_->message(
       "the chroot node " + backend_->settings().chroot + " does not exist (create it first)",
@@ -331,6 +358,8 @@ void zookeeper_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> 
   phase_ = phase::finished;
   abandon_timer_.cancel();
   stop_timer_.cancel();
+  if (unreachable_id_) session().forget_unreachable(std::exchange(unreachable_id_, 0));
+  for (stage& s : stages_) forget_unknown_create(s);
   if (answered) {
     // The caller was told "not acquired" already: a late grant's node is deleted with the
     // lease here, before the backend goes.

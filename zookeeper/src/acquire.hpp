@@ -39,6 +39,8 @@ std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<zookeeper_backe
 ///   withdrawing --a call stays unanswered past abandon_wait--> answered (the caller hears
 ///       "not acquired"; the late answer still deletes our node) --> finished
 ///   queueing --grant, failure or one-shot miss--> finished
+///   queueing --the session unreachable--> finished with connection_error (our nodes are
+///       deleted once reconnected), or answered with it while a call is still out
 class zookeeper_acquire final : public acquire_operation,
                                 public std::enable_shared_from_this<zookeeper_acquire> {
  public:
@@ -61,6 +63,7 @@ class zookeeper_acquire final : public acquire_operation,
     std::string_view marker;
     std::string prefix;  // the protection prefix of the current create
     std::string node;    // our node, once created
+    bool create_unknown = false;  // a create of `prefix` is out, or its answer was lost
     std::int64_t czxid = 0;
   };
 
@@ -110,6 +113,10 @@ class zookeeper_acquire final : public acquire_operation,
   void note_waiting();
 
   // Failures.
+  /// The session has been out of touch for too long: no wait outlives an outage.
+  void on_unreachable(std::exception_ptr error);
+  /// Hands a create of unknown outcome to the session, which deletes its node if there is one.
+  void forget_unknown_create(stage& s);
   void on_call_failed(int rc, std::string_view call);
   // ensure_path creates every node from the top down, below the chroot: only a missing chroot
   // (which ZooKeeper does not let a chrooted client create) leaves a parent it cannot make.
@@ -138,6 +145,7 @@ class zookeeper_acquire final : public acquire_operation,
   std::vector<stage> stages_;
   std::size_t stage_index_ = 0;
   std::uint64_t watch_id_ = 0;
+  std::uint64_t unreachable_id_ = 0;  // our registration with session().when_unreachable()
   int calls_out_ = 0;
   bool watched_last_blocker_ = false;  // the predecessor watched is all that is in our way
   bool count_checked_ = false;          // a semaphore's recorded max_count was looked at

@@ -1,4 +1,5 @@
 #include "completion_routes.hpp"
+#include "test_seams.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -30,6 +31,8 @@ route_table& table() {
 std::uint64_t id_of(const void* context) {
   return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(context));
 }
+
+std::atomic<create_answer_filter> create_filter{nullptr};
 
 }  // namespace
 
@@ -73,8 +76,15 @@ void on_stat_completion(int rc, const struct Stat* stat, const void* context) {
   deliver(id_of(context), {.rc = rc, .czxid = stat ? stat->czxid : 0});
 }
 
+void set_create_answer_filter(create_answer_filter filter) noexcept { create_filter = filter; }
+
 void on_create_completion(int rc, const char* path, const struct Stat* stat,
                           const void* context) {
+  if (auto filter = create_filter.load(); filter && rc == ZOK && path && filter(path)) {
+    rc = ZCONNECTIONLOSS;
+    path = nullptr;
+    stat = nullptr;
+  }
   deliver(id_of(context),
           {.rc = rc, .path = path ? path : "", .czxid = stat ? stat->czxid : 0});
 }

@@ -106,6 +106,7 @@ void zk_session::on_connected() {
   auto waiters = std::exchange(connect_waiters_, {});
   for (auto& waiter : waiters) waiter(nullptr);
   retry_pending_removes();
+  sweep_orphans();
 }
 
 void zk_session::on_auth_failed() {
@@ -125,29 +126,59 @@ void zk_session::start_disconnect_clock() {
   // The ensemble expires a session it has not heard from for a session timeout t. The client
   // notices a silent connection only after 2t/3 without a reply, so the session may be gone t/3
   // after we learn of the disconnection: from then on holders must stop (we learn for sure
-  // only when we reach a server again), and nobody waits any longer for a connection.
-  disconnect_timer_.expires_after(negotiated_timeout_ / 3);
+  // only when we reach a server again).
+  // Acquires give up earlier, after t/6: a waiter risks nothing by waiting, but its caller
+  // should hear of the outage, and t/6 is ample for a reconnection to another member (a few
+  // milliseconds). Failing before the server may expire the session also means that a
+  // heal soon after finds the session alive, and the failed acquire's node is deleted in it.
+  disconnect_timer_.expires_after(negotiated_timeout_ / 6);
   disconnect_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     auto self = weak.lock();
     if (!self || ec || self->phase_ == phase::connected) return;
-    self->phase_ = phase::unreachable;
-    self->contact_lost_();
-    self->fail_connect_waiters(std::make_exception_ptr(
-        connection_error(self->owner_.message("no server of the ensemble reachable"))));
+    self->on_unreachable();
+    self->disconnect_timer_.expires_after(self->negotiated_timeout_ / 3 -
+                                          self->negotiated_timeout_ / 6);
+    self->disconnect_timer_.async_wait([weak](boost::system::error_code later) {
+      auto session = weak.lock();
+      if (!session || later || session->phase_ == phase::connected) return;
+      session->contact_lost_();
+    });
   });
 }
 
+void zk_session::on_unreachable() {
+  phase_ = phase::unreachable;
+  const auto error = [this] {
+    return std::make_exception_ptr(
+        connection_error(owner_.message("no server of the ensemble reachable")));
+  };
+  fail_connect_waiters(error());
+  // After the connection waiters: an acquire that waited for a connection has failed already.
+  for (auto& [id, waiter] : std::exchange(unreachable_waiters_, {})) waiter(error());
+}
+
+std::uint64_t zk_session::when_unreachable(std::function<void(std::exception_ptr)> then) {
+  const auto id = ++next_unreachable_id_;
+  unreachable_waiters_.emplace(id, std::move(then));
+  return id;
+}
+
+void zk_session::forget_unreachable(std::uint64_t id) { unreachable_waiters_.erase(id); }
+
 void zk_session::on_expired() {
-  if (phase_ == phase::connected) phase_ = phase::disconnected;
+  // Acquires wait for the new session as for a reconnection (up to t/6), even when the
+  // outage that ended in the expiry had made the session unreachable.
+  phase_ = phase::disconnected;
   contact_lost_();
-  pending_removes_.clear();  // ephemeral nodes went with the session
+  // Ephemeral nodes went with the session: nothing of it is left to delete.
+  pending_removes_.clear();
+  orphans_.clear();
   zhandle_t* expired = nullptr;
   {
     std::lock_guard lock(handle_mutex_);
     expired = std::exchange(handle_, nullptr);
   }
   if (expired) zookeeper_close(expired);
-  // Acquires wait for the new session no longer than for a reconnection.
   start_disconnect_clock();
   try {
     open();

@@ -8,9 +8,11 @@
 // Connection phases, each decided on the io thread:
 //
 //   connecting --connected--> connected --connection lost--> disconnected
-//   disconnected --a third of the session timeout--> unreachable (every holder is lost,
-//       connection waiters fail)
-//   any --connected--> connected;  any --session expired--> holders lost, a new session opens
+//   disconnected --a sixth of the session timeout--> unreachable (acquires fail: connection
+//       waiters and waiting acquires)
+//   unreachable --another sixth--> every holder is lost (a third after the disconnection)
+//   any --connected--> connected (cut-off deletes and orphans are cleaned up);
+//   any --session expired--> holders lost, a new session opens
 #pragma once
 
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -74,8 +77,19 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   /// all exist).
   void ensure_path(const std::string& path, zk_handler then, std::string leaf_data = {});
   /// Runs `then(nullptr)` on the io thread once the session is connected, or
-  /// `then(connection_error)` when it stays disconnected for a third of the session timeout.
+  /// `then(connection_error)` once it is unreachable (disconnected for a sixth of the session
+  /// timeout).
   void when_connected(std::function<void(std::exception_ptr)> then);
+  /// Runs `then(connection_error)` on the io thread when the session becomes unreachable,
+  /// unless forget_unreachable(id) came first. What a waiting acquire listens to: its watch
+  /// alone would wait through any outage. Returns the id.
+  std::uint64_t when_unreachable(std::function<void(std::exception_ptr)> then);
+  void forget_unreachable(std::uint64_t id);
+  /// Deletes every child of `parent` whose name starts with `prefix`: the node, if any, of a
+  /// create whose answer was lost and which no acquire adopts. Now when connected, else once
+  /// reconnected, however long the disconnection; forgotten when the session expires (the
+  /// node went with it).
+  void remove_orphans(const std::string& parent, const std::string& prefix);
 
   /// A session event from the C client, posted to the io thread.
   void on_session_event(int state);
@@ -86,12 +100,15 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   void open();
   void on_connected();
   void on_disconnected();
-  /// Fails connection waiters and marks holders lost unless connected within t/3.
+  /// Fails acquires after t/6 and marks holders lost after t/3, unless connected meanwhile.
   void start_disconnect_clock();
+  void on_unreachable();
   void on_expired();
   void on_auth_failed();
   void fail_connect_waiters(std::exception_ptr error);
   void retry_pending_removes();
+  /// Lists the parent of each orphan prefix and deletes what carries it.
+  void sweep_orphans();
   /// A get_children or exists call, with an optional watch (a null watcher sets none).
   using read_call = int (*)(zhandle_t*, const char* path, watcher_fn watcher,
                             void* watch_context, const void* context);
@@ -120,6 +137,13 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   boost::asio::steady_timer disconnect_timer_;
   std::deque<std::function<void(std::exception_ptr)>> connect_waiters_;
   std::vector<std::string> pending_removes_;
+  std::map<std::uint64_t, std::function<void(std::exception_ptr)>> unreachable_waiters_;
+  std::uint64_t next_unreachable_id_ = 0;
+  struct orphan {
+    std::string parent;
+    std::string prefix;
+  };
+  std::vector<orphan> orphans_;
 
   // What open_and_wait() waits for: true once connected, or the authentication failure.
   blocking_reply<bool> first_connection_;
