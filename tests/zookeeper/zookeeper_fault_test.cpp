@@ -19,7 +19,7 @@
 #include "test_servers.hpp"
 #include "zookeeper_client.hpp"
 // The one test-only seam of the backend (off by default), to lose a create's answer.
-#include "../../zookeeper/src/test_seams.hpp"
+#include "test_seams.hpp"
 
 using namespace std::chrono_literals;
 using support::unique_name;
