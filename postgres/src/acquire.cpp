@@ -131,10 +131,12 @@ void pg_acquire::waited(query_result r) {
     release_granted_in_race();
     return;
   }
-  if (r.connection_broken && stopped_) {
+  if (r.connection_broken && stopped_ && !timed_out_) {
     complete(nullptr, nullptr);  // the session is gone, and with it anything it held
     return;
   }
+  // Broken while waiting, or at the deadline with no answer: the server could not be heard,
+  // which is a connection_error, never "not obtained".
   backend_->sessions().unreserve(session_);
   complete(acquire_failure(*backend_, r, request_.name), nullptr);
 }
@@ -200,6 +202,7 @@ void pg_acquire::stop_listening() {
 void pg_acquire::stop() {
   if (phase_ == phase::done) return;
   stopped_ = true;
+  timed_out_ = deadline_passed();
   if (phase_ == phase::listening) {
     stop_listening();
     complete(nullptr, nullptr);
@@ -214,13 +217,16 @@ void pg_acquire::stop() {
     }
   }
   // A server that does not answer (paused, unreachable) ends neither the statement by itself
-  // nor on the cancel: give the session up after connect_timeout. The server frees what it
-  // held, and every handle on it is marked lost (nobody can vouch for them).
+  // (lock_timeout) nor on the cancel: give the session up after connect_timeout. The server
+  // drops the wait, or frees what it granted, within its server_lease; every handle on the
+  // session is marked lost (nobody can vouch for them).
   retry_timer_.expires_after(backend_->settings().connect_timeout);
   retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     auto self = weak.lock();
     if (!ec && self && self->phase_ != phase::done) {
-      self->session_->connection->abandon("no answer within connect_timeout after a stop");
+      self->session_->connection->abandon(
+          self->timed_out_ ? "no answer within connect_timeout after the deadline"
+                           : "no answer within connect_timeout after a stop");
     }
   });
 }

@@ -64,6 +64,7 @@ class pg_acquire final : public acquire_operation,
   bool own_session_ = false;
   bool stopped_ = false;
   bool cancel_sent_ = false;
+  bool timed_out_ = false;  // stopped at or after the deadline, not by a stop request
   phase phase_ = phase::attempting;
   boost::asio::steady_timer retry_timer_;
 };

@@ -12,6 +12,7 @@
 #include "connection_string.hpp"
 #include "fencing.hpp"
 #include "keepalive.hpp"
+#include "server_lease.hpp"
 #include "semaphore_keys.hpp"
 #include "sql.hpp"
 
@@ -31,6 +32,8 @@ postgres_backend::postgres_backend(options opts)
   require_positive(options_.release_timeout, "release_timeout");
   validate_fencing_sequence(options_.fencing_sequence);
   token_expression_ = fencing_token_expression(options_.fencing_sequence);
+  const auto lease = server_lease::from(options_);
+  session_setup_ = {lease.sql(), lease.optional_sql()};
 }
 
 postgres_backend::~postgres_backend() {
@@ -47,7 +50,8 @@ void postgres_backend::start() {
       .notified = [weak](const std::string& channel) {
         if (auto self = weak.lock()) self->waiters_.notify(channel);
       }};
-  pool_ = std::make_shared<session_pool>(io().executor(), options_, endpoint_, std::move(hooks));
+  pool_ = std::make_shared<session_pool>(io().executor(), options_, endpoint_,
+                                         session_setup_, std::move(hooks));
   keepalive_ = std::make_shared<keepalive>(io().executor(), pool_, options_.keepalive);
   keepalive_->start();
 }

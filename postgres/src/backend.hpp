@@ -55,6 +55,7 @@ class postgres_backend final : public dlock::backend,
   options options_;
   std::string endpoint_;
   std::string token_expression_;
+  session_setup session_setup_;  // the server_lease's settings
   bool fencing_sequence_created_ = false;
   notify_waiters waiters_;
   std::shared_ptr<session_pool> pool_;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -11,9 +12,14 @@
 
 namespace dlock::postgres::detail {
 
-/// Probes every session of a pool that holds locks or runs a statement with `SELECT 1`, and
-/// gives up a session whose probe went unanswered for a whole period: a break is noticed at
-/// most one and a half periods after it happened. Io thread only, except start().
+/// Probes the sessions of a pool with `SELECT 1` every half period and gives up a session
+/// whose probe went unanswered for a whole period: a break is noticed at most one and a half
+/// periods after it happened. The probes also reset every session's idle_session_timeout on
+/// the server (the server_lease), so only a client that has gone silent loses its session.
+///
+/// A session waiting in pg_advisory_lock cannot answer a probe; while waits run, the server
+/// is probed on another session (opened if there is none), and every wait fails once the
+/// server has answered no probe for a whole period. Io thread only, except start().
 class keepalive : public std::enable_shared_from_this<keepalive> {
  public:
   keepalive(boost::asio::any_io_executor executor, std::weak_ptr<session_pool> pool,
@@ -23,12 +29,18 @@ class keepalive : public std::enable_shared_from_this<keepalive> {
   void start();
 
  private:
+  using time_point = std::chrono::steady_clock::time_point;
+
   void schedule();
   void probe();
+  void send_probe(const std::shared_ptr<pg_session>& session, time_point now);
+  void watch_waits(session_pool& pool, bool server_probed, time_point now);
 
   boost::asio::steady_timer timer_;
   std::weak_ptr<session_pool> pool_;
   std::chrono::nanoseconds period_;
+  time_point heard_{};                    // the server's last answer to a probe
+  std::optional<time_point> waits_since_; // since when waits have been running
 };
 
 }  // namespace dlock::postgres::detail

@@ -5,9 +5,10 @@
 namespace dlock::postgres::detail {
 
 session_pool::session_pool(boost::asio::any_io_executor executor, const options& opts,
-                           std::string endpoint, hooks hooks)
+                           std::string endpoint, session_setup setup, hooks hooks)
     : executor_(std::move(executor)),
       endpoint_(std::move(endpoint)),
+      setup_(std::move(setup)),
       parameters_(opts),
       connect_timeout_(opts.connect_timeout),
       locks_per_session_(opts.locks_per_session),
@@ -28,6 +29,15 @@ std::shared_ptr<pg_session> session_pool::open_session() {
       [weak_pool](const std::string& channel) {
         if (auto pool = weak_pool.lock()) pool->hooks_.notified(channel);
       });
+  // Before anything else: a lock taken on a session without its server-side lease could
+  // outlive a silent client for as long as TCP lets it.
+  session->connection->execute(setup_.required, [weak_session](query_result r) {
+    auto failed = weak_session.lock();
+    if (r.ok() || r.connection_broken || !failed) return;
+    failed->connection->abandon("cannot set the server-side lease (" + r.message +
+                                "; idle_session_timeout needs PostgreSQL 14 or later)");
+  });
+  session->connection->execute(setup_.optional, [](query_result) {});
   hooks_.opened(*session->connection);
   sessions_.push_back(session);
   return session;

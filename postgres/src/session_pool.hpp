@@ -18,6 +18,13 @@
 
 namespace dlock::postgres::detail {
 
+/// What every session runs first: `required` (a session where it fails is given up, failing
+/// what was queued on it with the server's message), then `optional` (errors ignored).
+struct session_setup {
+  std::string required;
+  std::string optional;
+};
+
 /// The sessions of one provider and the grants they carry.
 ///
 /// Attempts share sessions, but never one that holds or attempts the same resource (advisory
@@ -36,8 +43,9 @@ class session_pool : public std::enable_shared_from_this<session_pool> {
     std::function<void(const std::string& channel)> notified;
   };
 
+  /// `setup` runs first on every session (the server_lease's settings).
   session_pool(boost::asio::any_io_executor executor, const options& opts, std::string endpoint,
-               hooks hooks);
+               session_setup setup, hooks hooks);
 
   /// A session on which `resource` may be tried at once: not reserved, neither holding nor
   /// attempting it. The caller records its attempt in the session's `attempting`.
@@ -69,6 +77,7 @@ class session_pool : public std::enable_shared_from_this<session_pool> {
 
   boost::asio::any_io_executor executor_;
   std::string endpoint_;
+  session_setup setup_;
   connection_parameters parameters_;
   std::chrono::nanoseconds connect_timeout_;
   std::uint32_t locks_per_session_;

@@ -43,24 +43,35 @@ std::chrono::nanoseconds parse_connect_timeout(const std::string& text) {
   return parse_duration("connect_timeout", text);
 }
 
+std::uint32_t parse_count(const std::string& field, const std::string& text) {
+  if (text.empty() || text.size() > 9 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    throw std::invalid_argument("dlock: postgres URL: " + field + " '" + text +
+                                "' is not a number");
+  }
+  return static_cast<std::uint32_t>(std::stoul(text));
+}
+
 // The URL as a libpq key=value string; dlock's own options are taken into `opts` first.
 std::string connection_string_of(provider_url& url, options& opts) {
   if (auto value = url.take_option("connect_timeout")) {
     opts.connect_timeout = parse_connect_timeout(*value);
   }
-  for (auto [field, target] : {std::pair{"keepalive", &opts.keepalive},
-                                std::pair{"semaphore_retry", &opts.semaphore_retry},
-                                std::pair{"release_timeout", &opts.release_timeout}}) {
+  for (auto [field, target] :
+       {std::pair{"keepalive", &opts.keepalive},
+        std::pair{"semaphore_retry", &opts.semaphore_retry},
+        std::pair{"release_timeout", &opts.release_timeout},
+        std::pair{"server_lease", &opts.server_lease},
+        std::pair{"server_tcp_user_timeout", &opts.server_tcp_user_timeout},
+        std::pair{"server_keepalives_idle", &opts.server_keepalives_idle},
+        std::pair{"server_keepalives_interval", &opts.server_keepalives_interval}}) {
     if (auto value = url.take_option(field)) *target = parse_duration(field, *value);
   }
   if (auto value = url.take_option("fencing_sequence")) opts.fencing_sequence = *value;
-  if (auto value = url.take_option("locks_per_session")) {
-    if (value->empty() || value->size() > 9 ||
-        value->find_first_not_of("0123456789") != std::string::npos) {
-      throw std::invalid_argument("dlock: postgres URL: locks_per_session '" + *value +
-                                  "' is not a number");
-    }
-    opts.locks_per_session = static_cast<std::uint32_t>(std::stoul(*value));
+  for (auto [field, target] :
+       {std::pair{"locks_per_session", &opts.locks_per_session},
+        std::pair{"server_keepalives_count", &opts.server_keepalives_count}}) {
+    if (auto value = url.take_option(field)) *target = parse_count(field, *value);
   }
 
   std::string hosts, ports;

@@ -1,8 +1,16 @@
-// dlock::postgres when the server ends, restarts or stops answering while locks are held.
+// dlock::postgres when the server ends, restarts or stops answering while locks are held, and
+// when a client goes silent (a stopped process: the server's TCP sees nothing wrong).
 // These pause and restart the shared server, so they run alone (RUN_SERIAL) and leave it up.
+#include <signal.h>
+
 #include <chrono>
 #include <future>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <thread>
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
+#include <vector>
 
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
@@ -18,11 +26,39 @@ using support::wait_until;
 
 namespace {
 
+std::string server_url() { return support::require_test_server_endpoint("DLOCK_TEST_POSTGRES"); }
+
+std::string url_named(const std::string& application, const std::string& options = "") {
+  return server_url() + "?application_name=" + application + options;
+}
+
 std::shared_ptr<dlock::provider> provider_named(const std::string& application,
                                                 const std::string& options = "") {
-  return dlock::make_provider(support::require_test_server_endpoint("DLOCK_TEST_POSTGRES") +
-                              "?application_name=" + application + options);
+  return dlock::make_provider(url_named(application, options));
 }
+
+// How many sessions of `application` wait for a lock at the server, asked with psql.
+int sessions_waiting_for_a_lock(const std::string& application) {
+  support::child_process psql(
+      {"/usr/bin/psql", "-X", "-q", "-A", "-t", "-c",
+       "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+       "application_name = '" + application + "'",
+       server_url()});
+  const auto answer = psql.read_line(10s);
+  psql.wait(10s);
+  return answer ? std::stoi(*answer) : -1;
+}
+
+// The seconds from `since` to now.
+double seconds_since(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Requests a stop when destroyed: ends the waits of a failing test before their futures join.
+struct stop_when_done {
+  std::stop_source& source;
+  ~stop_when_done() { source.request_stop(); }
+};
 
 // The server answers a fresh acquire again, however long it takes to come back.
 bool acquires_again(dlock::provider& pg, const std::string& name) {
@@ -150,4 +186,163 @@ TEST_CASE("a try_acquire without timeout that the server never answers fails, ne
   CHECK_THROWS_AS(attempt.get(), dlock::connection_error);
   resume.now();
   CHECK(acquires_again(*pg, unique_name("after-paused-try")));
+}
+
+TEST_CASE("the server frees the lock of a holder that went silent within its server_lease, and "
+          "a contender gets it with a higher fencing token",
+          "[postgres][fault][multiprocess]") {
+  // A stopped process is a silent client whose TCP path stays healthy (its kernel answers
+  // keepalives and acknowledges data): only the server_lease (idle_session_timeout) ends it.
+  const auto name = unique_name("silent-holder");
+  support::child_process holder({support::helper_path(), "hold",
+                                 url_named(unique_name("silent-holder"),
+                                           "&keepalive=1s&server_lease=3s"),
+                                 name, "lock"});
+  const auto acquired = holder.read_line(30s);
+  REQUIRE(acquired);
+  REQUIRE(acquired->starts_with("acquired "));
+  const std::uint64_t holder_token = std::stoull(acquired->substr(9));
+  auto contender = provider_named(unique_name("silent-contender"), "&keepalive=1s");
+  auto waiting = contender->create_lock(name).async_acquire(60s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return contender->metrics().waits == 1; }, 10s));
+
+  holder.signal(SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
+  REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+  const double took = seconds_since(stopped);
+  auto granted = waiting.get();
+  CHECK(granted.fencing_token() > holder_token);
+  // The server frees it server_lease (3 s) after the holder's last keepalive, which came at
+  // most half a period (0.5 s) before the stop: never before the holder's own lost bound
+  // (1.5 periods), and within the lease.
+  INFO("granted " << took << " s after the holder stopped");
+  CHECK(took >= 1.5);
+  CHECK(took < 4.5);
+  holder.signal(SIGCONT);
+  CHECK(holder.read_line(10s) == "lost");  // and the holder hears it once it runs again
+}
+
+TEST_CASE("a grant to a waiter that went silent is freed within its server_lease, and the next "
+          "waiter gets the lock",
+          "[postgres][fault][multiprocess]") {
+  const auto name = unique_name("silent-waiter");
+  auto holder = provider_named(unique_name("silent-waiter-holder"));
+  std::optional held{holder->create_lock(name).acquire()};
+  const auto waiter_application = unique_name("silent-waiter");
+  // keepalive 1 s: server_lease 2 s (2 × keepalive).
+  support::child_process waiter({support::helper_path(), "hold",
+                                 url_named(waiter_application, "&keepalive=1s"), name, "lock"});
+  REQUIRE(wait_until([&] { return sessions_waiting_for_a_lock(waiter_application) == 1; }, 10s));
+  waiter.signal(SIGSTOP);  // its pg_advisory_lock stays queued at the server
+  auto contender = provider_named(unique_name("silent-waiter-next"), "&keepalive=1s");
+  auto waiting = contender->create_lock(name).async_acquire(60s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return contender->metrics().waits == 1; }, 10s));
+
+  const std::uint64_t holder_token = held->fencing_token();
+  held.reset();  // the server grants the lock to the stopped waiter first
+  const auto released = std::chrono::steady_clock::now();
+  REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
+  const double took = seconds_since(released);
+  auto granted = waiting.get();
+  // The stopped waiter's grant took a token: the next one is higher still.
+  CHECK(granted.fencing_token() >= holder_token + 2);
+  INFO("granted " << took << " s after the release");
+  CHECK(took >= 1.0);  // it really waited for the abandoned grant
+  CHECK(took < 3.5);   // server_lease (2 s) after the grant
+  waiter.signal(SIGCONT);
+}
+
+TEST_CASE("waits on a server that stops answering fail as connection_error within 1.5 keepalive "
+          "periods, with or without a timeout, sync and async",
+          "[postgres][fault]") {
+  const auto name = unique_name("paused-waits");
+  auto holder = provider_named(unique_name("paused-waits-holder"));
+  std::vector<dlock::lock_handle> held;
+  for (int i = 0; i < 5; ++i) {
+    held.push_back(holder->create_lock(name + std::to_string(i)).acquire());
+  }
+  // connect_timeout far off: only the keepalive can end these waits.
+  auto pg = provider_named(unique_name("paused-waits"), "&keepalive=1s&connect_timeout=1h");
+  // A keepalive longer than its timeout: its deadline passes while the server is silent.
+  auto slow = provider_named(unique_name("paused-waits-slow"), "&keepalive=3s&connect_timeout=1h");
+  std::stop_source cleanup;
+  auto lock = [&](int i) { return (i == 4 ? slow : pg)->create_lock(name + std::to_string(i)); };
+  // What each wait ended with: "connection_error", "obtained", "not obtained" or another error.
+  using outcome = std::future<std::string>;
+  auto sync_wait = [&](int i, std::chrono::nanoseconds timeout) {
+    return std::async(std::launch::async, [&, i, timeout]() -> std::string {
+      try {
+        if (timeout == dlock::forever) {
+          (void)lock(i).acquire(dlock::forever, cleanup.get_token());
+          return "obtained";
+        }
+        return lock(i).try_acquire(timeout, cleanup.get_token()) ? "obtained" : "not obtained";
+      } catch (const dlock::connection_error&) {
+        return "connection_error";
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+    });
+  };
+  auto async_wait = [&](int i, std::chrono::nanoseconds timeout) {
+    return std::async(std::launch::async, [&, i, timeout]() -> std::string {
+      auto future = lock(i).async_acquire(timeout, cleanup.get_token(), boost::asio::use_future);
+      try {
+        (void)future.get();
+        return "obtained";
+      } catch (const dlock::connection_error&) {
+        return "connection_error";
+      } catch (const dlock::timeout_error&) {
+        return "not obtained";
+      } catch (const std::exception& e) {
+        return e.what();
+      }
+    });
+  };
+  std::vector<outcome> waits;
+  waits.push_back(sync_wait(0, dlock::forever));
+  waits.push_back(sync_wait(1, std::chrono::hours(1)));
+  waits.push_back(async_wait(2, dlock::forever));
+  waits.push_back(async_wait(3, std::chrono::hours(1)));
+  // Its deadline passes while the server is silent, before its keepalive gives up: still a
+  // connection_error (the server's lock_timeout never answered), not "not obtained".
+  waits.push_back(sync_wait(4, 2s));
+  support::undo_test_servers_fault resume({"resume", "postgres"});
+  stop_when_done stop_waits{cleanup};  // before the resume, on the way out of a failed test
+  REQUIRE(wait_until([&] { return pg->metrics().waits == 4 && slow->metrics().waits == 1; },
+                     10s));
+
+  support::test_servers({"pause", "postgres"});
+  const auto paused = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < waits.size(); ++i) {
+    INFO("wait " << i);
+    REQUIRE(waits[i].wait_for(10s) == std::future_status::ready);
+    const double took = seconds_since(paused);
+    CHECK(waits[i].get() == "connection_error");
+    // A whole period without an answer, judged every half period, plus slack for a busy
+    // machine: 1.5 s for keepalive=1s, 4.5 s for the slow provider's 3 s.
+    INFO("failed " << took << " s after the pause");
+    CHECK(took < (i == 4 ? 6.0 : 3.0));
+  }
+  resume.now();
+  CHECK(acquires_again(*pg, unique_name("after-paused-waits")));
+}
+
+TEST_CASE("the server drops the queued wait of a waiter whose process died within a keepalive "
+          "period",
+          "[postgres][fault][multiprocess]") {
+  // client_connection_check_interval: a waiting backend looks at its socket, so a closed
+  // connection does not keep its place in the lock's queue until a grant finds it gone.
+  const auto name = unique_name("dead-waiter");
+  auto holder = provider_named(unique_name("dead-waiter-holder"));
+  auto held = holder->create_lock(name).acquire();
+  const auto waiter_application = unique_name("dead-waiter");
+  support::child_process waiter({support::helper_path(), "hold",
+                                 url_named(waiter_application, "&keepalive=1s"), name, "lock"});
+  REQUIRE(wait_until([&] { return sessions_waiting_for_a_lock(waiter_application) == 1; }, 10s));
+  waiter.signal(SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  CHECK(wait_until([&] { return sessions_waiting_for_a_lock(waiter_application) == 0; }, 5s));
+  INFO("dropped " << seconds_since(killed) << " s after the waiter died");
+  CHECK(seconds_since(killed) < 2.0);
 }

@@ -76,6 +76,18 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[postgr
   rejects(base + "?locks_per_session=-1", "locks_per_session");
   rejects(base + "?no_such_option=1", "no_such_option");
   rejects("postgres://dlock:pw@127.0.0.1:99999/db", "port");
+  // Values libpq would reject only when connecting.
+  rejects(base + "?sslmode=bogus", "sslmode");
+  rejects(base + "?target_session_attrs=whichever", "target_session_attrs");
+  rejects(base + "?keepalives_idle=soon", "keepalives_idle");
+  // The server's side of the lease never ends before the client's lost bound (1.5 periods).
+  rejects(base + "?keepalive=2s&server_lease=2s", "server_lease");
+  rejects(base + "?keepalive=2s&server_tcp_user_timeout=2999ms", "server_tcp_user_timeout");
+  rejects(base + "?keepalive=10s&server_keepalives_idle=1s&server_keepalives_interval=1s",
+          "server_keepalives_interval");
+  rejects(base + "?server_keepalives_count=many", "server_keepalives_count");
+  CHECK_NOTHROW(
+      dlock::make_provider(base + "?keepalive=2s&server_lease=3s&server_keepalives_count=9"));
   CHECK_THROWS_AS(dlock::postgres::provider({.connection_string = ""}), std::invalid_argument);
   CHECK_THROWS_WITH(dlock::postgres::provider({.connection_string = "host=x password='hunter2"}),
                     Catch::Contains("connection_string") && !Catch::Contains("hunter2"));
@@ -274,4 +286,16 @@ TEST_CASE("a statement_timeout from the connection string does not cut a wait sh
   const auto started = std::chrono::steady_clock::now();
   CHECK_THROWS_AS(waiter->create_lock(name).acquire(600ms), dlock::timeout_error);
   CHECK(std::chrono::steady_clock::now() - started >= 600ms);
+}
+
+TEST_CASE("a healthy holder keeps its lock past the server_lease: its keepalive resets it",
+          "[postgres][lease]") {
+  // keepalive 1 s: the server ends a session idle for 2 s (idle_session_timeout), which the
+  // keepalive's round trip every half period never lets happen.
+  auto pg = dlock::make_provider(server_url() + "?application_name=" + unique_name("lease") +
+                                 "&keepalive=1s");
+  const auto name = unique_name("lease");
+  auto held = pg->create_lock(name).acquire();
+  CHECK_FALSE(wait_until([&] { return held.lost(); }, 3s));
+  CHECK_FALSE(provider_named(unique_name("lease-other"))->create_lock(name).try_acquire());
 }

@@ -23,6 +23,24 @@ struct options {
   /// (or failing its attempt) within 1.5 periods of going silent (at once when the server
   /// closes it); the traffic also keeps idle-connection killers away. Positive.
   std::chrono::nanoseconds keepalive = std::chrono::seconds(10);
+  /// The server's side of the lease (PostgreSQL 14 or later): every session sets
+  /// idle_session_timeout to this, so the server itself ends a session whose client has sent
+  /// nothing for this long, and frees its locks, even when a middlebox keeps the TCP
+  /// connection alive. The keepalive's round trips reset it. Zero: 2 × keepalive. At least
+  /// 1.5 × keepalive (the client's lost bound), or a contender could be granted while the old
+  /// holder still believes it holds; whole milliseconds.
+  std::chrono::nanoseconds server_lease{};
+  /// The server's tcp_user_timeout on every session: how long data the server sent (a grant)
+  /// may stay unacknowledged before the server's kernel drops the connection. Zero: the
+  /// server_lease. At least 1.5 × keepalive; whole milliseconds.
+  std::chrono::nanoseconds server_tcp_user_timeout{};
+  /// The server's TCP keepalives on every session (tcp_keepalives_idle, _interval, _count): a
+  /// second line for a client whose machine is gone. Zero: keepalive (idle and interval, whole
+  /// seconds, at least 1 s) and 3 probes. idle + interval × count must be at least
+  /// 1.5 × keepalive.
+  std::chrono::nanoseconds server_keepalives_idle{};
+  std::chrono::nanoseconds server_keepalives_interval{};
+  std::uint32_t server_keepalives_count = 0;
   /// The sequence that fencing tokens come from, created (CREATE SEQUENCE IF NOT EXISTS) on a
   /// connection's first use; `schema.name` allowed. Empty: no fencing tokens (every token is 0,
   /// which saves nothing on a round trip but the CREATE privilege).

@@ -26,7 +26,8 @@ class postgres_backend;
 /// its own, which then keeps the lock. A session never acquires a name it already holds:
 /// advisory locks are re-entrant per session, so that would let two local contenders in.
 /// A held lock lives as long as its session: if the connection breaks (server restart,
-/// pg_terminate_backend, network), every handle on it is marked lost.
+/// pg_terminate_backend, network), every handle on it is marked lost. The server ends a
+/// session whose client has gone silent by itself (options::server_lease), freeing its locks.
 ///
 /// Thread safety: as dlock::provider.
 ///
@@ -35,8 +36,9 @@ class postgres_backend;
 ///     dlock::lock_handle h = pg->create_lock("import").acquire(5s);
 class provider : public dlock::provider {
  public:
-  /// Throws std::invalid_argument for a malformed connection string or a bad option (naming
-  /// it). Connects lazily: an unreachable server is a connection_error of the first acquire.
+  /// Throws std::invalid_argument for a malformed connection string, a parameter value libpq
+  /// would reject (sslmode=bogus) or a bad option (naming it). Connects lazily: an
+  /// unreachable server is a connection_error of the first acquire.
   explicit provider(options opts);
 
   using dlock::provider::create_lock;
@@ -52,10 +54,11 @@ class provider : public dlock::provider {
 };
 
 /// Registers `postgres://` and `postgresql://` with dlock::make_provider. dlock's options
-/// (connect_timeout, keepalive, fencing_sequence, semaphore_retry, locks_per_session,
-/// release_timeout) are taken
-/// from the query; the remaining parameters go to libpq when it knows them (sslmode,
-/// application_name, ...), and anything else is std::invalid_argument.
+/// (connect_timeout, keepalive, server_lease, server_tcp_user_timeout,
+/// server_keepalives_idle/_interval/_count, fencing_sequence, semaphore_retry,
+/// locks_per_session, release_timeout) are taken from the query; the remaining parameters go
+/// to libpq when it knows them (sslmode, application_name, ...), and anything else is
+/// std::invalid_argument.
 void register_scheme();
 
 }  // namespace dlock::postgres
