@@ -169,6 +169,7 @@ void node::beat() {
 }
 
 void node::subscriber_down() {
+  heartbeat_sent_.reset();  // it went with the connection; the next beat sends a new one
   std::vector<std::shared_ptr<channel_listener>> everyone;
   for (auto& [name, c] : channels_) {
     everyone.insert(everyone.end(), c.listeners.begin(), c.listeners.end());
