@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <functional>
 #include <optional>
 
 #include <boost/asio/post.hpp>
@@ -29,6 +30,20 @@ std::optional<std::uint64_t> parse_counter(const std::string& text) {
   return value;
 }
 
+/// A fencing counter read that a node answered: no counter yet, or a number.
+bool counter_read(const command_result& r) {
+  return confirmed(r) && (r.value.type == reply::kind::nil ||
+                          (r.value.type == reply::kind::string && parse_counter(r.value.text)));
+}
+
+bool granted_here(const command_result& r) {
+  return read_acquire_answer(r).outcome == acquire_answer::kind::granted;
+}
+
+std::string milliseconds_text(std::chrono::nanoseconds duration) {
+  return std::to_string(std::chrono::duration_cast<milliseconds>(duration).count()) + " ms";
+}
+
 class redis_acquire final : public acquire_operation,
                             public channel_listener,
                             public std::enable_shared_from_this<redis_acquire> {
@@ -41,10 +56,15 @@ class redis_acquire final : public acquire_operation,
         done_(std::move(done)),
         keys_(backend_->keys_for(request_)),
         token_(random_token()),
-        wait_timer_(backend_->network_executor()) {}
+        wait_timer_(backend_->network_executor()),
+        give_up_timer_(backend_->network_executor()) {}
 
   void start() {
-    boost::asio::post(backend_->network_executor(), [self = shared_from_this()] { self->attempt(); });
+    boost::asio::post(backend_->network_executor(), [self = shared_from_this()] {
+      self->heard_at_ = clock::now();
+      if (self->request_.wait) self->watch_contact();
+      self->attempt();
+    });
   }
 
   void cancel() noexcept override {
@@ -91,8 +111,8 @@ class redis_acquire final : public acquire_operation,
     // RedLock's fencing token, in two phases: read the counters on a majority and propose
     // one above the highest; a node grants only if its counter is below the proposal.
     fence_key_ = keys_.keys[1];
-    nodes_.command_everywhere({"GET", fence_key_}, [self = shared_from_this()](
-                                                       std::vector<command_result> results) {
+    nodes_.command_everywhere({"GET", fence_key_}, {nodes_.majority(), counter_read},
+                              [self = shared_from_this()](std::vector<command_result> results) {
       if (self->phase_ == phase::finished) return;  // stopped meanwhile: propose nothing
       std::uint64_t highest = 0;
       std::size_t answered = 0;
@@ -127,6 +147,7 @@ class redis_acquire final : public acquire_operation,
         {token_, milliseconds_argument(backend_->settings().expiry),
          std::string(script_argument(keys_.kind)), std::to_string(proposal),
          std::to_string(request_.max_count), queue ? "1" : "0"},
+        {nodes_.quorum(keys_.kind), granted_here},
         [self = shared_from_this(), sent, proposal](std::vector<command_result> results) {
           self->settle(std::move(results), sent, proposal);
         });
@@ -180,6 +201,7 @@ class redis_acquire final : public acquire_operation,
       return;
     }
     trouble_since_.reset();
+    heard_at_ = clock::now();
     if (outbid) {
       // Another contender's proposal got there first, and it may have failed as well: the
       // lock may be free, so try again soon (a few ms, spread) rather than wait for a message.
@@ -240,9 +262,11 @@ class redis_acquire final : public acquire_operation,
   }
 
   // A waiting acquire rides out a short outage (a restart, a killed connection) and retries;
-  // the first attempt, and one that has failed for a whole expiry, report it.
+  // the first attempt, and one that has failed for a whole expiry, report it (and so does
+  // watch_contact(), once nothing was heard for an expiry).
   void attempt_failed(const std::string& why) {
     phase_ = phase::waiting;
+    last_failure_ = why;
     const auto now = clock::now();
     if (!trouble_since_) trouble_since_ = now;
     if (request_.wait && attempts_ > 1 && now - *trouble_since_ < backend_->settings().expiry) {
@@ -254,17 +278,56 @@ class redis_acquire final : public acquire_operation,
            nullptr);
   }
 
+  // The latest time a quorum of the servers was heard from: a try they answered, or (while
+  // listening) their subscriber connections, which answer a heartbeat every expiry / 3.
+  clock::time_point contact() const {
+    clock::time_point latest = heard_at_;
+    if (!listening_) return latest;
+    std::vector<clock::time_point> heard;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+      heard.push_back(nodes_.at(i).subscriber_heard_at());
+    }
+    const std::size_t need = nodes_.quorum(keys_.kind);
+    std::nth_element(heard.begin(), heard.begin() + static_cast<std::ptrdiff_t>(need - 1),
+                     heard.end(), std::greater<>());
+    return std::max(latest, heard[need - 1]);
+  }
+
+  // The waiter's bound under a partition: a waiting acquire that has heard nothing from a
+  // quorum of its servers for one expiry fails with connection_error, whatever it is doing
+  // (waiting for a message, or a try in flight to a silent server: what that try may still
+  // win is given back). So it fails at most one expiry after the servers fell silent.
+  void watch_contact() {
+    give_up_timer_.expires_at(contact() + backend_->settings().expiry);
+    give_up_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& error) {
+      if (error || self->phase_ == phase::finished) return;
+      if (clock::now() < self->contact() + self->backend_->settings().expiry) {
+        self->watch_contact();
+        return;
+      }
+      std::string why = "no answer from " +
+                        std::string(self->multi_node() ? "a majority of the servers" : "the server") +
+                        " for " + milliseconds_text(self->backend_->settings().expiry) +
+                        " (one expiry)";
+      if (!self->last_failure_.empty()) why += "; last failure: " + self->last_failure_;
+      self->finish(std::make_exception_ptr(
+                       connection_error(self->backend_->message(why, self->request_.name))),
+                   nullptr);
+    });
+  }
+
   void finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
     if (phase_ == phase::finished) return;
     phase_ = phase::finished;
     wait_timer_.cancel();
+    give_up_timer_.cancel();
     // On every node, whatever listening_ says: after one RedLock node's subscription was lost
     // (listening_ reset), the others still hold this operation (a no-op where it is absent).
     for (std::size_t i = 0; i < nodes_.size(); ++i) nodes_.at(i).unlisten(keys_.channel, this);
     if (queued_writer_ && !granted) {
       // Leave the writers' queue, so readers held back by it may go on.
       nodes_.eval_everywhere(release_script(), keys_, {token_, "withdraw", keys_.channel},
-                             [](std::vector<command_result>) {});
+                             {nodes_.size(), confirmed}, [](std::vector<command_result>) {});
     }
     auto done = std::move(done_);
     done(std::move(error), std::move(granted));
@@ -278,6 +341,10 @@ class redis_acquire final : public acquire_operation,
   std::string token_;
   std::string fence_key_;
   boost::asio::steady_timer wait_timer_;
+  boost::asio::steady_timer give_up_timer_;
+  /// When a quorum last answered a try (or the acquire began); see contact().
+  clock::time_point heard_at_{};
+  std::string last_failure_;
   phase phase_ = phase::starting;
   bool retry_at_once_ = false;    ///< a channel event came during the try: try again at once
   bool listening_ = false;        ///< subscribed (or subscribing) to the release channel

@@ -23,9 +23,12 @@ using clock = std::chrono::steady_clock;
 
 /// How many of a release's `results` confirmed it (deleted, or found nothing of ours).
 std::size_t confirmations(const std::vector<command_result>& results) {
-  std::size_t answered = 0;
-  for (const auto& r : results) answered += !r.failure && !r.value.is_error();
-  return answered;
+  return static_cast<std::size_t>(std::count_if(results.begin(), results.end(), confirmed));
+}
+
+/// A node's slot count that counts toward the quorum (not a max_count mismatch).
+bool counted_slots(const command_result& r) {
+  return !r.failure && r.value.is_integer_pair() && r.value.elements[0].integer != -2;
 }
 
 }  // namespace
@@ -89,6 +92,7 @@ std::optional<std::uint32_t> redis_backend::current_count(const acquire_request&
       [this, keys, request](const blocking_reply<std::uint32_t>& reply) {
         nodes_->eval_everywhere(
             count_script(), keys, {std::to_string(request.max_count)},
+            {nodes_->quorum(keys.kind), counted_slots},
             [this, reply, keys, request](std::vector<command_result> results) {
               long long held = 0;
               std::size_t answered = 0;
@@ -130,11 +134,18 @@ std::unique_ptr<lease> redis_backend::grant(const std::string& name, const key_s
 void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait) {
   // First thing: the watchdog must never extend a grant that is being released.
   watchdog_.forget(grant);
-  const std::vector<std::string> arguments{
-      grant->token, std::string(script_argument(grant->keys.kind)), grant->keys.channel};
   if (wait && nodes_->size() == 1 && !network_->running_in_this_thread()) {
     // One server: straight from the caller's thread, no hop to the network thread and back.
-    const command_result result = nodes_->eval_here(release_script(), grant->keys, arguments);
+    const command_result result = nodes_->eval_here(
+        release_script(), grant->keys,
+        {grant->token, std::string(script_argument(grant->keys.kind)), grant->keys.channel});
+    if (result.failure) {
+      // It may reach the server late (a silent server): retry it from the network thread
+      // until the grant would have expired, as a lost try's grant is given back.
+      boost::asio::post(network_->executor(), [weak = weak_from_this(), grant] {
+        if (auto self = weak.lock()) self->nodes_->give_back(grant->keys, grant->token);
+      });
+    }
     if (result.failure || result.value.is_error()) {
       throw connection_error(
           message("release failed: " + nodes_->failures({result}), grant->name));
@@ -142,12 +153,11 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
     return;
   }
   if (!wait || network_->running_in_this_thread()) {
-    boost::asio::post(network_->executor(), [weak = weak_from_this(), grant, arguments] {
+    boost::asio::post(network_->executor(), [weak = weak_from_this(), grant] {
       auto self = weak.lock();
       if (!self) return;
-      self->nodes_->eval_everywhere(
-          release_script(), grant->keys, arguments,
-          [weak, grant](std::vector<command_result> results) {
+      self->nodes_->release(
+          grant->keys, grant->token, [weak, grant](std::vector<command_result> results) {
             auto self = weak.lock();
             if (!self || confirmations(results) >= self->nodes_->majority()) return;
             self->events().background_error(std::make_exception_ptr(connection_error(
@@ -160,10 +170,11 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
   call_and_wait<bool>(
       network_->executor(), options_.release_timeout,
       message("no answer to the release", grant->name),
-      [this, grant, arguments](const blocking_reply<bool>& reply) {
-        nodes_->eval_everywhere(
-            release_script(), grant->keys, arguments,
-            [this, reply, grant](std::vector<command_result> results) {
+      [this, grant](const blocking_reply<bool>& reply) {
+        // Settles once a majority confirmed: a silent node is retried behind the caller's back
+        // until the grant would have expired (node_set::release).
+        nodes_->release(
+            grant->keys, grant->token, [this, reply, grant](std::vector<command_result> results) {
               if (confirmations(results) < nodes_->majority()) {
                 reply.set_error(std::make_exception_ptr(connection_error(
                     message("release failed: " + nodes_->failures(results), grant->name))));

@@ -8,13 +8,21 @@
 
 namespace dlock::redis::detail {
 
-node::node(boost::asio::any_io_executor executor, server_settings settings)
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+}  // namespace
+
+node::node(boost::asio::any_io_executor executor, server_settings settings, heartbeat beat)
     : executor_(executor),
       settings_(std::move(settings)),
       endpoint_(settings_.host + ":" + std::to_string(settings_.port)),
       commands_(executor, settings_, false, {}),
       subscriber_(executor, settings_, true, [this] { subscriber_down(); }),
-      blocking_(settings_) {}
+      blocking_(settings_),
+      heartbeat_(std::move(beat)),
+      heartbeat_timer_(executor) {}
 
 node::~node() = default;
 
@@ -37,6 +45,7 @@ void node::listen(const std::string& name, const std::shared_ptr<channel_listene
   listeners.push_back(listener);
   if (created) {
     send_subscription("SUBSCRIBE", name);
+    start_heartbeat();
   } else if (it->second.state == subscription::subscribed) {
     notify({listener}, channel_event::subscribed);
   }
@@ -66,7 +75,15 @@ void node::on_subscription_reply(redisAsyncContext* context, void* raw_reply, vo
 
 void node::subscription_reply(const reply& message) {
   if (message.type != reply::kind::array || message.elements.size() < 2) return;
+  heard_at_ = clock::now();
   const std::string& verb = message.elements[0].text;
+  if (message.elements[1].text == heartbeat_.channel) {
+    if (verb == "subscribe" && heartbeat_sent_) {
+      heartbeat_sent_.reset();
+      arm_heartbeat(heard_at_ + heartbeat_.every);
+    }
+    return;
+  }
   auto it = channels_.find(message.elements[1].text);
   if (it == channels_.end()) return;
   channel& c = it->second;
@@ -109,7 +126,50 @@ void node::subscription_failed(const std::string& name) {
   });
 }
 
+void node::start_heartbeat() {
+  if (heartbeat_running_) return;
+  heartbeat_running_ = true;
+  arm_heartbeat(clock::now() + heartbeat_.every);
+}
+
+void node::arm_heartbeat(clock::time_point at) {
+  heartbeat_timer_.expires_at(at);  // cancels the wait armed before
+  heartbeat_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) beat();
+  });
+}
+
+// Runs while channels are subscribed (or being subscribed): sends a heartbeat every period,
+// and drops the connection when one has gone unanswered for a command timeout.
+void node::beat() {
+  if (channels_.empty()) {
+    heartbeat_running_ = false;
+    heartbeat_sent_.reset();
+    return;
+  }
+  const auto now = clock::now();
+  if (heartbeat_sent_) {
+    if (now - *heartbeat_sent_ < settings_.command_timeout) {
+      arm_heartbeat(*heartbeat_sent_ + settings_.command_timeout);
+      return;
+    }
+    heartbeat_sent_.reset();
+    subscriber_.drop("no reply to the heartbeat within " +
+                     std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                        settings_.command_timeout)
+                                        .count()) +
+                     " ms");
+    arm_heartbeat(now + heartbeat_.every);
+    return;
+  }
+  heartbeat_sent_ = now;
+  subscriber_.subscription_command({"SUBSCRIBE", heartbeat_.channel}, &node::on_subscription_reply,
+                                   this, [this](const std::string&) { heartbeat_sent_.reset(); });
+  arm_heartbeat(now + settings_.command_timeout);
+}
+
 void node::subscriber_down() {
+  heartbeat_sent_.reset();  // it went with the connection; the next beat sends a new one
   std::vector<std::shared_ptr<channel_listener>> everyone;
   for (auto& [name, c] : channels_) {
     everyone.insert(everyone.end(), c.listeners.begin(), c.listeners.end());

@@ -1,15 +1,19 @@
 // Private to dlock::redis: one server as the backend sees it, its command connection, its
-// subscriber connection shared by every waiter, and its blocking pool.
+// subscriber connection shared by every waiter (kept honest by a heartbeat), and its blocking
+// pool.
 //
 // Everything here runs on the backend's network thread, except command_here().
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "connection.hpp"
 #include "sync_connections.hpp"
@@ -26,11 +30,25 @@ class channel_listener {
   virtual void on_channel_event(channel_event event) = 0;
 };
 
+/// How the subscriber connection proves it is alive while it carries channels: every `every`
+/// it subscribes again to `channel` (a channel of its own that nobody publishes on; the server
+/// answers a repeated SUBSCRIBE, and hiredis routes that answer, where it would drop a PING's).
+struct heartbeat {
+  std::string channel;
+  std::chrono::nanoseconds every;
+};
+
 /// One server: a command connection and one subscriber connection shared by every waiter of
 /// the provider, with one SUBSCRIBE per channel however many wait on it.
+///
+/// A subscriber connection that is silent (a paused server, a partition: nothing is refused,
+/// nothing arrives) would leave its waiters deaf without any error. So while it carries
+/// channels it sends a heartbeat, and drops itself when one goes unanswered for a command
+/// timeout: its listeners hear `lost`, listen again and so subscribe again on a new connection
+/// once the server answers.
 class node {
  public:
-  node(boost::asio::any_io_executor executor, server_settings settings);
+  node(boost::asio::any_io_executor executor, server_settings settings, heartbeat beat);
   ~node();
 
   /// "host:port", for messages.
@@ -55,6 +73,13 @@ class node {
   /// Drops both connections, as a lost connection would (for fault handling).
   void drop(const std::string& why);
 
+  /// When the subscriber connection last answered (a subscription, a message, a heartbeat);
+  /// the clock's epoch if it never did. A waiter that hears nothing from a quorum of its
+  /// servers for an expiry gives up.
+  std::chrono::steady_clock::time_point subscriber_heard_at() const noexcept {
+    return heard_at_;
+  }
+
  private:
   enum class subscription { subscribing, subscribed, unsubscribing };
   struct channel {
@@ -68,6 +93,9 @@ class node {
   void subscription_failed(const std::string& channel);
   void send_subscription(const char* verb, const std::string& channel);
   void notify(std::vector<std::shared_ptr<channel_listener>> listeners, channel_event event);
+  void start_heartbeat();
+  void arm_heartbeat(std::chrono::steady_clock::time_point at);
+  void beat();
 
   boost::asio::any_io_executor executor_;
   server_settings settings_;
@@ -76,6 +104,12 @@ class node {
   connection commands_;
   connection subscriber_;
   sync_connections blocking_;
+  heartbeat heartbeat_;
+  boost::asio::steady_timer heartbeat_timer_;
+  bool heartbeat_running_ = false;
+  /// When the unanswered heartbeat was sent.
+  std::optional<std::chrono::steady_clock::time_point> heartbeat_sent_;
+  std::chrono::steady_clock::time_point heard_at_{};
 };
 
 }  // namespace dlock::redis::detail

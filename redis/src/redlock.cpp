@@ -12,23 +12,48 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// Counts the answers of a fan-out until every node has answered.
+/// Collects the answers of a fan-out until its rule settles it.
 struct fan_out {
-  explicit fan_out(std::size_t nodes, fan_out_handler done)
-      : results(nodes), remaining(nodes), done(std::move(done)) {}
+  fan_out(std::size_t nodes, quorum_rule rule, fan_out_handler done)
+      : results(nodes, command_result{.failure = std::string(no_reply_yet)}),
+        pending(nodes),
+        rule(rule),
+        done(std::move(done)) {}
   std::vector<command_result> results;
-  std::size_t remaining;
-  fan_out_handler done;
+  std::size_t pending;
+  std::size_t counted = 0;   ///< answers that count toward the rule's need
+  std::size_t answered = 0;  ///< replies of any kind
+  quorum_rule rule;
+  fan_out_handler done;  ///< empty once settled
+
+  void answer(std::size_t i, command_result result) {
+    --pending;
+    if (!done) return;  // settled without this node
+    counted += rule.counts(result) ? 1 : 0;
+    answered += result.failure ? 0 : 1;
+    results[i] = std::move(result);
+    const std::size_t need = rule.need;
+    const bool out_of_reach = counted + pending < need;
+    // "Taken" and "unreachable" are different outcomes: when the need is out of reach, the
+    // fan-out still waits until it is known whether a quorum replied at all.
+    const bool replies_known = answered >= need || answered + pending < need;
+    if (counted >= need || (out_of_reach && replies_known)) {
+      auto settle = std::move(done);
+      done = fan_out_handler{};
+      settle(std::move(results));
+    }
+  }
 
   static reply_handler slot(const std::shared_ptr<fan_out>& all, std::size_t i) {
-    return [all, i](command_result result) {
-      all->results[i] = std::move(result);
-      if (--all->remaining == 0) all->done(std::move(all->results));
-    };
+    return [all, i](command_result result) { all->answer(i, std::move(result)); };
   }
 };
 
 }  // namespace
+
+bool confirmed(const command_result& result) noexcept {
+  return !result.failure && !result.value.is_error();
+}
 
 std::chrono::nanoseconds clock_drift(std::chrono::nanoseconds expiry) noexcept {
   return expiry / 100 + std::chrono::milliseconds(2);
@@ -50,22 +75,23 @@ node_set::node_set(boost::asio::any_io_executor executor, const options& opts)
                                    .password = opts.password,
                                    .database = opts.database,
                                    .command_timeout = opts.command_timeout,
-                                   .client_name = opts.client_name}));
+                                   .client_name = opts.client_name},
+        heartbeat{.channel = opts.key_prefix + "heartbeat", .every = opts.expiry / 3}));
   }
 }
 
 void node_set::eval_everywhere(const script& which, const key_set& keys,
-                               const std::vector<std::string>& arguments,
+                               const std::vector<std::string>& arguments, quorum_rule rule,
                                fan_out_handler done) {
-  auto all = std::make_shared<fan_out>(nodes_.size(), std::move(done));
+  auto all = std::make_shared<fan_out>(nodes_.size(), rule, std::move(done));
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     eval(*nodes_[i], which, keys, arguments, fan_out::slot(all, i));
   }
 }
 
-void node_set::command_everywhere(const std::vector<std::string>& arguments,
+void node_set::command_everywhere(const std::vector<std::string>& arguments, quorum_rule rule,
                                   fan_out_handler done) {
-  auto all = std::make_shared<fan_out>(nodes_.size(), std::move(done));
+  auto all = std::make_shared<fan_out>(nodes_.size(), rule, std::move(done));
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     nodes_[i]->command(arguments, fan_out::slot(all, i));
   }
@@ -76,26 +102,36 @@ command_result node_set::eval_here(const script& which, const key_set& keys,
   return detail::eval_here(*nodes_[0], which, keys, arguments);
 }
 
-void node_set::give_back(const key_set& keys, const std::string& token) {
+void node_set::release(const key_set& keys, const std::string& token, fan_out_handler done) {
   const auto until = clock::now() + expiry_;
-  for (std::size_t i = 0; i < nodes_.size(); ++i) give_back_on(i, keys, token, until);
+  std::shared_ptr<fan_out> all;
+  if (done) all = std::make_shared<fan_out>(nodes_.size(), quorum_rule{majority(), confirmed},
+                                            std::move(done));
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    release_on(i, keys, token, until, all ? fan_out::slot(all, i) : reply_handler{});
+  }
 }
 
-// A node that does not answer (paused, restarting) may still hold the grant and answer later:
-// try again until the grant would have expired anyway, or the provider is gone.
-void node_set::give_back_on(std::size_t i, const key_set& keys, const std::string& token,
-                            clock::time_point until) {
+// A node that does not answer (paused, partitioned, restarting) may still hold the grant and
+// answer later: try again until the grant would have expired anyway, or the provider is gone.
+// Only the first answer goes to the caller, which settles with the majority and never waits
+// for these retries.
+void node_set::release_on(std::size_t i, const key_set& keys, const std::string& token,
+                          clock::time_point until, reply_handler first_answer) {
   std::weak_ptr<node_set> weak = shared_from_this();
   eval(*nodes_[i], release_script(), keys,
        {token, std::string(script_argument(keys.kind)), keys.channel},
-       [weak, i, keys, token, until](command_result result) {
+       [weak, i, keys, token, until,
+        first_answer = std::move(first_answer)](command_result result) mutable {
+         const bool retry = result.failure.has_value();
+         if (first_answer) first_answer(std::move(result));
          auto self = weak.lock();
-         if (!self || !result.failure || clock::now() >= until) return;
+         if (!self || !retry || clock::now() >= until) return;
          auto timer = std::make_shared<boost::asio::steady_timer>(self->executor_);
          timer->expires_after(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(100),
                                                                  self->command_timeout_));
          timer->async_wait([weak, timer, i, keys, token, until](const boost::system::error_code&) {
-           if (auto again = weak.lock()) again->give_back_on(i, keys, token, until);
+           if (auto again = weak.lock()) again->release_on(i, keys, token, until, {});
          });
        });
 }

@@ -1,6 +1,7 @@
 // Private to dlock::redis: the provider's servers as one voting body. One server, or N
-// independent servers for RedLock: every step fans out to all of them, a quorum decides, a try
-// that did not win is given back everywhere, and a grant is valid for expiry - elapsed - drift.
+// independent servers for RedLock: every step fans out to all of them and settles as soon as a
+// quorum decided it (a silent minority costs nothing), a try that did not win is given back
+// everywhere, and a grant is valid for expiry - elapsed - drift.
 //
 // Everything here runs on the backend's network thread, except eval_here(), the validity
 // arithmetic and the read-only accessors.
@@ -36,6 +37,24 @@ std::chrono::steady_clock::time_point valid_until(std::chrono::steady_clock::tim
 /// Settles a fan-out to every node: one result per node, in node order.
 using fan_out_handler = dlock::detail::unique_function<void(std::vector<command_result>)>;
 
+/// When a fan-out settles: as soon as `need` nodes gave an answer that `counts`, or once so
+/// many did not that `need` is out of reach and it is known whether `need` nodes replied at all
+/// (so that "taken by a majority" is never reported as "unreachable"). A node that has not
+/// answered by then (silent: paused, partitioned) adds no time. It appears in the results as
+/// the failure no_reply_yet, and its late answer is dropped: whoever settled without it must
+/// give back what it may still grant (node_set::give_back, sent on the same connection, so
+/// behind it).
+struct quorum_rule {
+  std::size_t need;
+  bool (*counts)(const command_result&);
+};
+
+/// The failure of a node not heard from when its fan-out settled.
+inline constexpr const char* no_reply_yet = "no reply yet";
+
+/// An answer that is a reply and no error: a release or read that a node confirmed.
+bool confirmed(const command_result& result) noexcept;
+
 /// The nodes of one provider, in the order of options::servers.
 ///
 /// Lifetime: held by the backend in a shared_ptr; a give-back still retrying holds it weakly
@@ -57,26 +76,30 @@ class node_set : public std::enable_shared_from_this<node_set> {
     return kind == key_kind::semaphore ? nodes_.size() : majority();
   }
 
-  /// Runs `which` on every node at once; `done` gets every node's result.
+  /// Runs `which` on every node at once; `done` gets the results when `rule` settles it.
   void eval_everywhere(const script& which, const key_set& keys,
-                       const std::vector<std::string>& arguments, fan_out_handler done);
-  /// Sends `arguments` to every node at once.
-  void command_everywhere(const std::vector<std::string>& arguments, fan_out_handler done);
+                       const std::vector<std::string>& arguments, quorum_rule rule,
+                       fan_out_handler done);
+  /// Sends `arguments` to every node at once; `done` as for eval_everywhere.
+  void command_everywhere(const std::vector<std::string>& arguments, quorum_rule rule,
+                          fan_out_handler done);
   /// Runs `which` on node 0 from the calling thread, blocking (any thread).
   command_result eval_here(const script& which, const key_set& keys,
                            const std::vector<std::string>& arguments);
 
-  /// Releases whatever `token` may hold under `keys` on every node, answered or not (a try that
-  /// did not win, or whose reply was lost), again while a node gives no reply, until the grant
-  /// would have expired.
-  void give_back(const key_set& keys, const std::string& token);
+  /// Releases whatever `token` may hold under `keys` on every node, answered or not, and again
+  /// on a node that gives no reply, until the grant would have expired. `done` settles once a
+  /// majority confirmed (or cannot): a silent node's release goes on being retried after it.
+  void release(const key_set& keys, const std::string& token, fan_out_handler done);
+  /// release() with nobody waiting for it: for a try that did not win, or whose reply was lost.
+  void give_back(const key_set& keys, const std::string& token) { release(keys, token, {}); }
 
   /// The endpoints of the nodes whose results failed, separated by "; ", with their failures.
   std::string failures(const std::vector<command_result>& results) const;
 
  private:
-  void give_back_on(std::size_t i, const key_set& keys, const std::string& token,
-                    std::chrono::steady_clock::time_point until);
+  void release_on(std::size_t i, const key_set& keys, const std::string& token,
+                  std::chrono::steady_clock::time_point until, reply_handler first_answer);
 
   boost::asio::any_io_executor executor_;
   std::chrono::nanoseconds expiry_;

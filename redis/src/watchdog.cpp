@@ -15,6 +15,11 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
+/// A node that extended the lease (1); 0 is "not ours".
+bool extension_confirmed(const command_result& r) {
+  return !r.failure && r.value.type == reply::kind::integer && r.value.integer == 1;
+}
+
 }  // namespace
 
 watchdog::watchdog(redis_backend& owner) : owner_(owner) {
@@ -103,6 +108,7 @@ void watchdog::extend(const std::shared_ptr<held_grant>& grant) {
       extend_script(), grant->keys,
       {grant->token, std::string(script_argument(grant->keys.kind)),
        milliseconds_argument(expiry)},
+      {owner_.nodes().quorum(grant->keys.kind), extension_confirmed},
       [this, weak = owner_.weak_from_this(), grant, sent](std::vector<command_result> results) {
         auto alive = weak.lock();
         if (!alive) return;

@@ -1,16 +1,22 @@
 // dlock::redis under faults, against the real test servers: paused and killed holders, killed
-// connections, restarted and paused servers, RedLock nodes down. These tests stop and restart
-// servers that other tests share, so they run alone (RUN_SERIAL) and leave them healthy.
+// connections, restarted and paused servers, RedLock nodes down or silent. These tests stop and
+// restart servers that other tests share, so they run alone (RUN_SERIAL) and leave them healthy.
+// A paused server (SIGSTOP) is silent, as a black-holed one is: it refuses nothing and answers
+// nothing. The figures in docs/redis.md ("Faults") come from the lines these tests print.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
 
+#include <atomic>
+#include <chrono>
 #include <future>
+#include <iostream>
 #include <thread>
 
 #include <boost/asio/use_future.hpp>
 #include <dlock/dlock.hpp>
 
+#include "../servers/redis_client.hpp"
 #include "redis_test_support.hpp"
 
 // Inside the namespace of the shared helpers, which the cases use unqualified.
@@ -19,6 +25,7 @@ namespace redis_test {
 using namespace std::chrono_literals;
 using support::unique_name;
 using support::wait_until;
+using clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -32,6 +39,37 @@ struct helper_holder {
   std::unique_ptr<support::child_process> process;
   std::uint64_t token = 0;
 };
+
+double milliseconds(clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+/// A connection of the test's own to RedLock node `i` of `nodes`, to look behind dlock.
+support::redis_connection node_connection(const std::string& nodes, std::size_t i) {
+  return support::redis_connection(support::endpoint_hosts(nodes).at(i));
+}
+
+/// The slowest and the mean of `cycles` uncontended acquire-and-release cycles, each on a
+/// lock of its own, `<base>-<i>`.
+struct cycle_times {
+  clock::duration slowest{};
+  clock::duration mean{};
+};
+
+cycle_times acquire_release_cycles(dlock::provider& locks, const std::string& base, int cycles) {
+  cycle_times times;
+  clock::duration total{};
+  for (int i = 0; i < cycles; ++i) {
+    const auto start = clock::now();
+    auto held = locks.create_lock(base + "-" + std::to_string(i)).acquire(30s);
+    held.release();
+    const auto took = clock::now() - start;
+    total += took;
+    times.slowest = std::max(times.slowest, took);
+  }
+  times.mean = total / cycles;
+  return times;
+}
 
 helper_holder start_holder(const std::string& name) {
   helper_holder holder{std::make_unique<support::child_process>(
@@ -287,6 +325,220 @@ TEST_CASE("RedLock locks work with one node down and semaphores do not; with two
   restart_second.now();
   restart_first.now();
   CHECK(locks->create_lock(name).acquire(10s));
+}
+
+TEST_CASE("RedLock with one silent node of three grants and releases about as fast as with all "
+          "three up, and the silent node's late grants are deleted once it answers",
+          "[redis][redlock][fault]") {
+  const std::string nodes = redlock_endpoint();
+  // Default options: a 30 s expiry, so a 5 s command timeout per node and a 5 s release_timeout.
+  auto locks = dlock::make_provider(nodes + "?prefix=" + prefix());
+  const auto name = unique_name("silent-node");
+  (void)acquire_release_cycles(*locks, name + "-warm", 2);  // connections made, scripts loaded
+  const cycle_times up = acquire_release_cycles(*locks, name + "-up", 20);
+
+  support::undo_test_servers_fault resume({"resume", "redlock1"});
+  support::test_servers({"pause", "redlock1"});
+  // Every release returns (no throw) once two nodes confirmed it.
+  const cycle_times silent = acquire_release_cycles(*locks, name + "-silent", 20);
+  std::cout << "redlock acquire+release, 20 cycles: all up mean " << milliseconds(up.mean)
+            << " ms, slowest " << milliseconds(up.slowest) << " ms; one node paused mean "
+            << milliseconds(silent.mean) << " ms, slowest " << milliseconds(silent.slowest)
+            << " ms (command timeout 5000 ms)" << std::endl;
+  // Before: two command timeouts per grant and one per release, 15 s a cycle.
+  CHECK(silent.slowest < 500ms);
+  CHECK(silent.mean < up.mean + 50ms);
+
+  resume.now();
+  // The paused node grants each try when it wakes, and deletes it with the release queued
+  // behind it: nothing is left there for the 30 s expiry.
+  auto paused_node = node_connection(nodes, 0);
+  for (int i = 0; i < 20; ++i) {
+    const std::string key = key_of(name + "-silent-" + std::to_string(i));
+    CHECK(wait_until([&] { return paused_node.command({"GET", key + ":fence"}) == "1"; }));
+    CHECK(wait_until([&] { return paused_node.command({"EXISTS", key}) == "0"; }));
+  }
+}
+
+TEST_CASE("a RedLock try refused by a majority settles without the silent node, and what the "
+          "silent node grants it later is given back",
+          "[redis][redlock][fault]") {
+  const std::string nodes = redlock_endpoint();
+  auto locks = dlock::make_provider(nodes + "?expiry=60s&prefix=" + prefix());  // 5 s per node
+  REQUIRE(locks->create_lock(unique_name("warm")).try_acquire());
+  const auto name = unique_name("refused-silent");
+  const std::string key = key_of(name);
+  for (std::size_t i : {1, 2}) {
+    REQUIRE(node_connection(nodes, i).command({"SET", key, "someone-else", "PX", "60000"}) == "OK");
+  }
+  support::undo_test_servers_fault resume({"resume", "redlock1"});
+  support::test_servers({"pause", "redlock1"});
+  const auto start = clock::now();
+  CHECK_FALSE(locks->create_lock(name).try_acquire());
+  const auto took = clock::now() - start;
+  std::cout << "redlock try refused by two nodes, the third paused: " << milliseconds(took)
+            << " ms (command timeout 5000 ms)" << std::endl;
+  CHECK(took < 500ms);
+  resume.now();
+  // Node 1 was free: it granted the try when it woke (and stored the proposal, 1, as its
+  // counter), and the give-back queued behind the try deleted the grant.
+  auto paused_node = node_connection(nodes, 0);
+  CHECK(wait_until([&] { return paused_node.command({"GET", key + ":fence"}) == "1"; }));
+  CHECK(wait_until([&] { return paused_node.command({"EXISTS", key}) == "0"; }));
+}
+
+TEST_CASE("a RedLock handle keeps its lease while one node is silent, and its release succeeds",
+          "[redis][redlock][fault]") {
+  const std::string nodes = redlock_endpoint();
+  auto locks = dlock::make_provider(url("dlock", nodes));  // 1 s expiry, extended every 333 ms
+  const auto name = unique_name("extend-silent");
+  auto held = locks->create_lock(name).acquire(5s);
+  support::undo_test_servers_fault resume({"resume", "redlock1"});
+  support::test_servers({"pause", "redlock1"});
+  // Two expiries: a lease not extended on a majority would be lost after one.
+  const auto until = clock::now() + 2s;
+  wait_until([&] { return held.lost() || clock::now() >= until; }, 5s);
+  CHECK_FALSE(held.lost());
+  auto answering = node_connection(nodes, 1);
+  CHECK(std::stoll(answering.command({"PTTL", key_of(name)}).value_or("-2")) > 500);
+  const auto start = clock::now();
+  CHECK_NOTHROW(held.release());
+  const auto took = clock::now() - start;
+  std::cout << "redlock release with one node paused (command timeout 333 ms): "
+            << milliseconds(took) << " ms" << std::endl;
+  CHECK(took < 200ms);
+  CHECK(answering.command({"EXISTS", key_of(name)}) == "0");
+}
+
+TEST_CASE("a handle whose server falls silent is marked lost before its key expires there",
+          "[redis][fault]") {
+  // A 2 s expiry: extended every 667 ms, so the pause below lands well between two extensions.
+  auto locks = dlock::make_provider(endpoint() + "?expiry=2s&prefix=" + prefix());
+  const auto name = unique_name("lost-bound");
+  auto held = locks->create_lock(name).acquire(5s);
+  std::atomic<long long> lost_at_ms{0};
+  std::stop_callback on_loss(held.lost_token(), [&] {
+    lost_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+  });
+  support::redis_connection server(support::endpoint_hosts(endpoint()).at(0));
+  // Just extended (the full lease again), then read when the key expires on the server.
+  REQUIRE(wait_until([&] { return std::stoll(server.command({"PTTL", key_of(name)}).value_or("0")) > 1950; }));
+  const long long expires_at_ms = std::stoll(server.command({"PEXPIRETIME", key_of(name)}).value_or("0"));
+  support::undo_test_servers_fault resume({"resume", "redis"});
+  support::test_servers({"pause", "redis"});
+  REQUIRE(wait_until([&] { return held.lost(); }, 5s));
+  std::cout << "handle lost " << expires_at_ms - lost_at_ms << " ms before its key expired on the "
+            << "paused server (expiry 2000 ms, drift allowance 22 ms)" << std::endl;
+  // Had an extension reached the server after the read, the key would expire later still.
+  CHECK(lost_at_ms < expires_at_ms);
+}
+
+TEST_CASE("waiting acquires on a silent server (async, sync, with a timeout) fail with "
+          "connection_error within one expiry, and the same provider works once it answers",
+          "[redis][fault]") {
+  auto holder = dlock::make_provider(url());
+  const auto name = unique_name("silent-wait");
+  const std::string channel = key_of(name) + ":released";
+  auto held = holder->create_lock(name).acquire(5s);
+  // One provider per waiter, so that none queues behind another in the provider.
+  auto async_waiter = dlock::make_provider(url());
+  auto sync_waiter = dlock::make_provider(url());
+  auto timed_waiter = dlock::make_provider(url());
+  auto waiting = async_waiter->create_lock(name).async_acquire(dlock::forever, {},
+                                                                boost::asio::use_future);
+  auto timed = timed_waiter->create_lock(name).async_try_acquire(30s, {}, boost::asio::use_future);
+  std::atomic<bool> sync_done{false};
+  std::string sync_outcome;
+  clock::time_point sync_end;
+  std::jthread sync_thread([&] {
+    try {
+      (void)sync_waiter->create_lock(name).acquire();
+      sync_outcome = "granted";
+    } catch (const dlock::connection_error&) {
+      sync_outcome = "connection_error";
+    } catch (const std::exception& e) {
+      sync_outcome = e.what();
+    }
+    sync_end = clock::now();
+    sync_done = true;
+  });
+  REQUIRE(wait_until([&] { return redis_cli({"PUBSUB", "NUMSUB", channel}) == channel + "\n3"; }));
+
+  // Declared after the thread: resumed before the thread is joined, should a check fail.
+  support::undo_test_servers_fault resume({"resume", "redis"});
+  const auto paused = clock::now();
+  support::test_servers({"pause", "redis"});
+  REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
+  const auto async_end = clock::now();
+  REQUIRE(timed.wait_for(5s) == std::future_status::ready);
+  const auto timed_end = clock::now();
+  REQUIRE(wait_until([&] { return sync_done.load(); }, 5s));
+  std::cout << "waiters on a paused server (expiry 1000 ms) failed after: async_acquire() "
+            << milliseconds(async_end - paused) << " ms, async_try_acquire(30s) "
+            << milliseconds(timed_end - paused) << " ms, acquire() "
+            << milliseconds(sync_end - paused) << " ms" << std::endl;
+  CHECK_THROWS_AS(waiting.get(), dlock::connection_error);
+  CHECK_THROWS_AS(timed.get(), dlock::connection_error);  // never "not obtained"
+  CHECK(sync_outcome == "connection_error");
+  // One expiry after the server was last heard, which was before the pause; plus scheduling.
+  // Before: about two expiries.
+  CHECK(async_end - paused < 1300ms);
+  CHECK(timed_end - paused < 1300ms);
+  CHECK(sync_end - paused < 1300ms);
+
+  resume.now();
+  held = {};
+  // The same provider reconnects, and its waiters subscribe again and hear the release.
+  auto again = async_waiter->create_lock(name).acquire(5s);
+  auto next = timed_waiter->create_lock(name).async_acquire(5s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return redis_cli({"PUBSUB", "NUMSUB", channel}) == channel + "\n1"; }));
+  again.release();
+  CHECK(next.wait_for(500ms) == std::future_status::ready);  // the message, not the 1 s lease
+  CHECK(next.get());
+}
+
+TEST_CASE("a RedLock waiter waits on through one silent node and is granted on release, and "
+          "with two silent it fails with connection_error within one expiry",
+          "[redis][redlock][fault]") {
+  const std::string nodes = redlock_endpoint();
+  auto holder = dlock::make_provider(url("dlock", nodes));
+  auto waiter = dlock::make_provider(url("dlock", nodes));
+  auto last_waiter = dlock::make_provider(url("dlock", nodes));
+  const auto name = unique_name("redlock-silent-wait");
+  const std::string channel = key_of(name) + ":released";
+  auto subscribed_on = [&](std::size_t i, int count) {
+    return redis_cli(port_of(nodes, i), {"PUBSUB", "NUMSUB", channel}) ==
+           channel + "\n" + std::to_string(count);
+  };
+  auto held = holder->create_lock(name).acquire(5s);
+  auto waiting = waiter->create_lock(name).async_acquire(dlock::forever, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return subscribed_on(0, 1) && subscribed_on(1, 1) && subscribed_on(2, 1); }));
+
+  support::undo_test_servers_fault resume_first({"resume", "redlock1"});
+  support::test_servers({"pause", "redlock1"});
+  // Two expiries: the two nodes that answer are a quorum, so the waiter does not give up.
+  CHECK(waiting.wait_for(2s) == std::future_status::timeout);
+  held.release();
+  REQUIRE(waiting.wait_for(1s) == std::future_status::ready);
+  auto granted = waiting.get();
+  CHECK(granted);
+
+  auto last = last_waiter->create_lock(name).async_acquire(dlock::forever, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return subscribed_on(1, 1) && subscribed_on(2, 1); }));
+  support::undo_test_servers_fault resume_second({"resume", "redlock2"});
+  const auto paused = clock::now();
+  support::test_servers({"pause", "redlock2"});
+  REQUIRE(last.wait_for(5s) == std::future_status::ready);
+  const auto took = clock::now() - paused;
+  std::cout << "redlock waiter with two of three nodes paused (expiry 1000 ms) failed after "
+            << milliseconds(took) << " ms" << std::endl;
+  CHECK_THROWS_AS(last.get(), dlock::connection_error);
+  CHECK(took < 1300ms);
+  resume_second.now();
+  resume_first.now();
+  CHECK(last_waiter->create_lock(name).acquire(5s));
 }
 
 }  // namespace redis_test

@@ -199,13 +199,16 @@ TEST_CASE("with plain keys a lock name that is another lock's fencing counter is
   REQUIRE(held);
 }
 
-TEST_CASE("RedLock fencing tokens rise above every node's counter when the counters diverge",
+TEST_CASE("RedLock fencing tokens rise above a majority's counters when the counters diverge",
           "[redis][redlock]") {
   const std::string nodes = redis_test::redlock_endpoint();
   auto locks = dlock::make_provider(nodes + "?expiry=2s&prefix=" + prefix());
   const auto name = unique_name("diverged");
   const std::string counter = key_of(name) + ":fence";
-  const std::vector<std::string> seeds{"100", "5", "7"};
+  // What grants leave behind: the last token (100) on the majority that granted it, an older
+  // one on the node that missed it. The counters are read on the first majority to answer
+  // (a silent node is not waited for), and any majority holds the last token.
+  const std::vector<std::string> seeds{"100", "7", "100"};
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     redis_cli(redis_test::port_of(nodes, i), {"SET", counter, seeds[i]});
   }
@@ -214,7 +217,7 @@ TEST_CASE("RedLock fencing tokens rise above every node's counter when the count
   first.release();
   // Every node that granted stored the proposal, so any majority now reads at least 101.
   for (std::size_t i = 0; i < seeds.size(); ++i) {
-    CHECK(redis_cli(redis_test::port_of(nodes, i), {"GET", counter}) == "101");
+    CHECK(support::wait_until([&] { return redis_cli(redis_test::port_of(nodes, i), {"GET", counter}) == "101"; }));
   }
   CHECK(locks->create_lock(name).acquire(5s).fencing_token() == 102);
 }

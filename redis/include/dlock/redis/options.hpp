@@ -25,9 +25,8 @@ struct server {
 /// Timing: a grant lives `expiry` unless the watchdog extends it (every `extend_every`);
 /// every command waits at most `command_timeout` for its reply (per node with RedLock); a
 /// caller waiting for the provider's network thread (release() with RedLock, a semaphore's
-/// current_count()) waits at most `release_timeout`. A RedLock release waits for every node's
-/// answer or its command timeout, so keep `release_timeout` above `command_timeout` there, or
-/// a release that a majority confirmed may still throw while one node is silent.
+/// current_count()) waits at most `release_timeout`. A RedLock step settles once a quorum of
+/// nodes decided it, so one silent node makes no acquire or release wait for its timeout.
 struct options {
   /// One server, or N >= 2 independent servers for RedLock (an odd N, 3 or 5, is the useful
   /// choice: a grant needs a majority). Required.
