@@ -80,6 +80,9 @@ TEST_CASE("a lock under a nemesis of paused and killed holders keeps the fenced-
                          << " accepted writes, " << verdict.overlaps << " overlaps ("
                          << verdict.excused_overlaps << " after a fault, safe by the token)");
   for (const auto& violation : verdict.violations) FAIL_CHECK(violation);
+  for (const auto& violation : support::check_fenced_counter(dir.path() / "store.journal")) {
+    FAIL_CHECK(violation);
+  }
   CHECK(verdict.sections >= 10);  // the workers made progress between the faults
 }
 

@@ -21,8 +21,12 @@ class fenced_store {
 
   /// Reads the counter with `token`; nullopt when the token is stale.
   std::optional<std::int64_t> read(std::uint64_t token) const;
-  /// Stores `value` with `token`; false when the token is stale.
+  /// Stores `value` with `token`; false when the token is stale. An accepted write is also
+  /// appended to journal_path() ("<token> <value>"), in the same atomic step, so the journal
+  /// is the store's own record even of a writer killed before it could log its section.
   bool write(std::uint64_t token, std::int64_t value) const;
+
+  std::filesystem::path journal_path() const;
 
  private:
   std::filesystem::path path_;

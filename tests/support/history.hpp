@@ -58,12 +58,16 @@ struct verdict {
   std::vector<std::string> violations;
 };
 
-/// The fenced mutex model: (1) no two grants share a token; (2) a section that ended before
-/// another began has the lower token; (3) the fenced counter lost no increment (each accepted
-/// write, in token order, read the value the previous one wrote); (4) two sections overlap
-/// only when the earlier holder was paused, killed, partitioned or told lost during it (then
-/// safety rests on the token, which (3) checks).
+/// The fenced mutex model over the sections: (1) no two grants share a token; (2) a section
+/// that ended before another began has the lower token; (3) two sections overlap only when the
+/// earlier holder was paused, killed, partitioned or told lost during it (then safety rests on
+/// the token, which check_fenced_counter() judges).
 verdict check_fenced_mutex(const history& h);
+
+/// The fenced counter's journal (fenced_store::journal_path()): no increment was lost, i.e.
+/// every accepted write stored the value before it plus one, and tokens never went back.
+/// Returns the violations.
+std::vector<std::string> check_fenced_counter(const std::filesystem::path& journal);
 
 /// The semaphore model: at no moment do more than `max_count` sections overlap, counting only
 /// holders that were neither faulted nor told lost during their section; tokens are unique.
