@@ -73,7 +73,33 @@ foreach(server IN ITEMS redis postgres zookeeper)
   endif()
 endforeach()
 
-add_library(dlock_test_servers STATIC "${PROJECT_SOURCE_DIR}/tests/support/test_servers.cpp")
+# The partition set: another Redis/RedLock, PostgreSQL and ZooKeeper (standalone and ensemble),
+# inside a network namespace, each reachable over two paths that tests cut and heal
+# (scripts/partition-net.sh, tests/support/partition_servers.hpp). Fixture `partition_servers`,
+# label `partition`. Where namespaces cannot be made (not root, no iproute2) the setup test
+# exits 77, a skip, and so do the tests (tests/partition/partition_main.cpp); with CI=true both
+# fail instead.
+set(dlock_partition_groups)
+foreach(server IN ITEMS redis postgres zookeeper)
+  string(TOUPPER "${server}" upper)
+  if(DLOCK_TEST_SERVER_${upper})
+    list(APPEND dlock_partition_groups ${server})
+  endif()
+endforeach()
+if(dlock_partition_groups)
+  set(script "${DLOCK_TEST_SERVERS_SCRIPT}" --default-state-dir "${DLOCK_TEST_STATE_DIR}"
+             --partition-set)
+  add_test(NAME servers/start-partition
+           COMMAND ${script} start --owner ctest ${dlock_partition_groups})
+  set_tests_properties(servers/start-partition PROPERTIES
+    FIXTURES_SETUP partition_servers LABELS partition TIMEOUT 180 SKIP_RETURN_CODE 77)
+  add_test(NAME servers/stop-partition COMMAND ${script} stop --owner ctest)
+  set_tests_properties(servers/stop-partition PROPERTIES
+    FIXTURES_CLEANUP partition_servers LABELS partition TIMEOUT 120)
+endif()
+
+add_library(dlock_test_servers STATIC "${PROJECT_SOURCE_DIR}/tests/support/test_servers.cpp"
+                                      "${PROJECT_SOURCE_DIR}/tests/support/partition_servers.cpp")
 target_include_directories(dlock_test_servers PUBLIC "${PROJECT_SOURCE_DIR}/tests/support")
 target_link_libraries(dlock_test_servers PUBLIC dlock_test_support PRIVATE dlock_warnings)
 target_compile_definitions(dlock_test_servers PRIVATE

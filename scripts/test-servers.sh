@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Real Redis, PostgreSQL 15 and ZooKeeper servers on 127.0.0.1 for dlock's tests, on free ports, in
-# one state directory. See docs/testing.md for the workflow; `test-servers.sh help` for the commands.
+# one state directory; or, with --partition-set, another set of them inside a network namespace
+# whose paths a test can cut (scripts/partition-net.sh). See docs/testing.md for the workflow;
+# `test-servers.sh help` for the commands.
 set -Eeuo pipefail
 # set -e ends the script at the first unexpected failure; say which one, rather than exit silently.
 trap 'echo "test-servers: unexpected failure of \"$BASH_COMMAND\" (line $LINENO, status $?)" >&2' ERR
@@ -19,7 +21,7 @@ readonly all_groups=(redis postgres zookeeper)
 
 usage() {
   cat <<'EOF'
-usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] COMMAND [ARGS]
+usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-set] COMMAND [ARGS]
 
   start [--owner NAME] [redis|postgres|zookeeper ...]   start (default: all); reuse healthy ones
   stop [--owner NAME] [redis|postgres|zookeeper ...]    stop (default: all; with --owner only
@@ -36,6 +38,12 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] COMMAND [ARGS
   IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3
   The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
   else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
+
+  --partition-set: the same commands act on the partition set, servers in a network namespace
+  of their own (state in <state directory>/partition; needs root and iproute2), plus:
+  partition ID A|B | heal ID A|B     cut / restore one path to one server (silent, both ways)
+  heal-all                           restore every cut path
+  paths                              one line per server and path: address, up or cut
 EOF
 }
 
@@ -56,6 +64,15 @@ die() {
   say "$*"
   exit 1
 }
+
+# shellcheck source-path=SCRIPTDIR source=partition-net.sh
+source "$(dirname "${BASH_SOURCE[0]}")/partition-net.sh"
+
+# Set for the partition set: the command prefix that runs a program inside its namespace (the
+# servers, and the readiness checks that reach them over the namespace's loopback).
+partition_set=false
+netns=""
+in_netns=()
 
 # ---------------------------------------------------------------------------------------------
 # Servers, groups and their files
@@ -144,7 +161,7 @@ signal_server() {
   kill -s "$signal" -- "-$pid" 2>/dev/null || kill -s "$signal" "$pid" 2>/dev/null || true
   # PostgreSQL's backends each lead a process group of their own (setsid() in
   # InitPostmasterChild), so the group signal above misses them: signal the server's children.
-  for child in $(ps -o pid= --ppid "$pid" 2>/dev/null); do
+  for child in $(ps -o pid= --ppid "$pid" 2>/dev/null || true); do
     kill -s "$signal" "$child" 2>/dev/null || true
   done
 }
@@ -217,11 +234,11 @@ log_says_port_in_use() {
 # connections but never answers.
 
 redis_answers() {
-  [[ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$(server_port "$1")" PING 2>/dev/null)" == PONG ]]
+  [[ "$("${in_netns[@]}" timeout 2 redis-cli -h 127.0.0.1 -p "$(server_port "$1")" PING 2>/dev/null)" == PONG ]]
 }
 
 postgres_answers() {
-  [[ "$(timeout 5 "$postgres_bin/psql" -X -At -h 127.0.0.1 -p "$(server_port "$1")" -U dlock \
+  [[ "$("${in_netns[@]}" timeout 5 "$postgres_bin/psql" -X -At -h 127.0.0.1 -p "$(server_port "$1")" -U dlock \
     -d dlock_test -c 'select 1' 2>/dev/null)" == 1 ]]
 }
 
@@ -230,7 +247,7 @@ postgres_answers() {
 zookeeper_mode() {
   local reply
   # shellcheck disable=SC2016 # $1 belongs to the inner shell
-  reply=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf srvr >&3 && cat <&3' \
+  reply=$("${in_netns[@]}" timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf srvr >&3 && cat <&3' \
     _ "$(server_port "$1")" 2>/dev/null) || true
   [[ $reply =~ Mode:\ ([a-z]+) ]] || return 1
   echo "${BASH_REMATCH[1]}"
@@ -301,6 +318,17 @@ wait_until_all_answer() {
   return "$worst"
 }
 
+# The addresses server `id` listens on: loopback, and in the partition set also its two paths.
+listen_addresses() {
+  local addresses=127.0.0.1 path
+  if $partition_set; then
+    for path in "${partition_paths[@]}"; do
+      addresses+=" $(path_address "$1" "$path")"
+    done
+  fi
+  echo "$addresses"
+}
+
 # ---------------------------------------------------------------------------------------------
 # Launching. Servers get no terminal, no inherited pipe (a CTest fixture would otherwise wait for
 # them to exit) and not the state lock (fd 9).
@@ -309,8 +337,13 @@ launch_redis() {
   local id=$1 dir port
   dir=$(server_dir "$id")
   port=$(server_port "$id")
-  setsid redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$dir" \
-    --daemonize no </dev/null >>"$dir/server.log" 2>&1 9>&- &
+  # Protected mode refuses every address but loopback; the partition set's paths are reachable
+  # only from this host's root namespace.
+  local protected=yes
+  $partition_set && protected=no
+  # shellcheck disable=SC2046 # one argument per address
+  setsid "${in_netns[@]}" redis-server --bind $(listen_addresses "$id") --port "$port" --save '' --appendonly no --dir "$dir" \
+    --protected-mode "$protected" --daemonize no </dev/null >>"$dir/server.log" 2>&1 9>&- &
   echo $! >"$dir/pid"
 }
 
@@ -324,7 +357,7 @@ postgres_socket_dir() { cat "$(server_dir postgres)/socket_dir"; }
 launch_postgres() {
   local dir
   dir=$(server_dir postgres)
-  setsid "${run_as_postgres[@]}" "$postgres_bin/postgres" -D "$dir/data" \
+  setsid "${in_netns[@]}" "${run_as_postgres[@]}" "$postgres_bin/postgres" -D "$dir/data" \
     </dev/null >>"$dir/server.log" 2>&1 9>&- &
   echo $! >"$dir/pid"
 }
@@ -343,7 +376,7 @@ launch_zookeeper() {
   local id=$1 dir
   dir=$(server_dir "$id")
   # A small heap, serial GC and the client compiler keep four JVMs quick to start on two cores.
-  setsid java -Xms16m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
+  setsid "${in_netns[@]}" java -Xms16m -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
     -Djava.net.preferIPv4Stack=true -Dzookeeper.admin.enableServer=false \
     -Dzookeeper.jmx.log4j.disable=true -Dorg.slf4j.simpleLogger.showDateTime=true \
     -cp "$(zookeeper_classpath)" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
@@ -385,7 +418,7 @@ assign_ports() {
 write_postgres_settings() {
   cat >"$(server_dir postgres)/data/dlock-test.conf" <<EOF
 # Written by scripts/test-servers.sh: a throwaway cluster, so durability is traded for speed.
-listen_addresses = '127.0.0.1'
+listen_addresses = '$(listen_addresses postgres | tr ' ' ,)'
 port = $(server_port postgres)
 unix_socket_directories = '$(postgres_socket_dir)'
 fsync = off
@@ -422,6 +455,10 @@ init_postgres_cluster() {
     return 1
   fi
   echo "include 'dlock-test.conf'" >>"$dir/data/postgresql.conf"
+  if $partition_set; then
+    # initdb trusts loopback only; the partition set's clients come over the paths.
+    echo "host all all $partition_block.$(netns_slot).0/24 trust" >>"$dir/data/pg_hba.conf"
+  fi
 }
 
 superuser_psql() {
@@ -457,7 +494,8 @@ write_zookeeper_config() {
     echo "# Written by scripts/test-servers.sh."
     echo "dataDir=$dir/data"
     echo "clientPort=$(server_port "$id")"
-    echo "clientPortAddress=127.0.0.1"
+    # In the partition set every address of the namespace is one of this set's paths.
+    if $partition_set; then echo "clientPortAddress=0.0.0.0"; else echo "clientPortAddress=127.0.0.1"; fi
     # Short ticks make elections and session expiry quick; the session bounds stay usable.
     echo "tickTime=500"
     echo "initLimit=20"
@@ -487,8 +525,43 @@ write_zookeeper_config() {
 group_env_file() { echo "$state_dir/$1.env"; }
 group_owner_file() { echo "$state_dir/$1.owner"; }
 
+# "ADDRESS:PORT,...": the servers IDS over PATH (path_hosts PATH IDS...).
+path_hosts() {
+  local path=$1 id list=()
+  shift
+  for id in "$@"; do list+=("$(path_address "$id" "$path"):$(server_port "$id")"); done
+  local IFS=,
+  echo "${list[*]}"
+}
+
+# The partition set's lines: per path, URLs over that path's addresses.
+write_partition_group_env() {
+  local group=$1 path upper
+  for path in "${partition_paths[@]}"; do
+    upper=${path^^}
+    case "$group" in
+      redis)
+        echo "export DLOCK_PARTITION_REDIS_$upper=redis://$(path_hosts "$path" redis)"
+        echo "export DLOCK_PARTITION_REDLOCK_$upper=redis://$(path_hosts "$path" redlock1 redlock2 redlock3)"
+        ;;
+      postgres)
+        echo "export DLOCK_PARTITION_POSTGRES_$upper=postgres://dlock:dlock@$(path_hosts "$path" postgres)/dlock_test"
+        ;;
+      zookeeper)
+        echo "export DLOCK_PARTITION_ZOOKEEPER_$upper=zookeeper://$(path_hosts "$path" zookeeper)"
+        echo "export DLOCK_PARTITION_ZOOKEEPER_ENSEMBLE_$upper=zookeeper://$(path_hosts "$path" zk1 zk2 zk3)"
+        ;;
+    esac
+  done
+}
+
 write_group_env() {
   local group=$1 ports=()
+  if $partition_set; then
+    write_partition_group_env "$group" >"$(group_env_file "$group").tmp"
+    mv "$(group_env_file "$group").tmp" "$(group_env_file "$group")"
+    return
+  fi
   case "$group" in
     redis)
       ports=("$(server_port redlock1)" "$(server_port redlock2)" "$(server_port redlock3)")
@@ -523,6 +596,9 @@ write_endpoints_file() {
   fi
   {
     echo "# dlock test servers in $state_dir (scripts/test-servers.sh); source this file."
+    if $partition_set; then
+      echo "export DLOCK_PARTITION_NETNS=$netns"
+    fi
     cat "${files[@]}"
   } >"$(endpoints_file).tmp"
   mv "$(endpoints_file).tmp" "$(endpoints_file)"
@@ -680,6 +756,9 @@ command_start() {
     check_group_prerequisites "$group"
   done
   take_state_lock
+  if $partition_set; then
+    prepare_partition_network "${groups[@]}"
+  fi
   # A healthy group is reused, so that CTest's fixtures and servers a developer keeps up share
   # them; whatever is left of a broken one (a crashed run, a killed server) is replaced.
   for group in "${groups[@]}"; do
@@ -723,6 +802,51 @@ command_stop() {
     say "$group: stopped"
   done
   write_endpoints_file
+  if $partition_set && ! any_group_recorded; then
+    netns_remove
+    say "network namespace $netns removed"
+  fi
+}
+
+any_group_recorded() {
+  local group
+  for group in "${all_groups[@]}"; do
+    group_recorded "$group" && return 0
+  done
+  return 1
+}
+
+# Before the partition set's groups start: fails with exit 77 (a skip, for CTest) when network
+# namespaces cannot be made here, or 1 when CI=true, where a skip would hide the tests. Keeps
+# the network of groups that still run healthy and heals its cut paths (a test that crashed
+# may have left one); otherwise removes what an earlier run left (servers, namespace, pairs) and
+# makes the network afresh.
+prepare_partition_network() {
+  local reason group keep=false
+  if reason=$(netns_unavailable_reason); then
+    if [[ ${CI:-} == true ]]; then
+      die "partition set: $reason (CI=true, so this is a failure, not a skip)"
+    fi
+    say "partition set: $reason; the partition tests are skipped"
+    exit 77
+  fi
+  if netns_complete; then
+    for group in "${all_groups[@]}"; do
+      group_healthy "$group" && keep=true
+    done
+  fi
+  if $keep; then
+    command_heal_all
+    return
+  fi
+  for group in "${all_groups[@]}"; do
+    if group_recorded "$group"; then
+      say "$group: removing what is left of an earlier run"
+      remove_group "$group"
+    fi
+  done
+  netns_remove
+  netns_create
 }
 
 command_status() {
@@ -752,6 +876,10 @@ command_status() {
   if ! $any; then
     say "no servers recorded in $state_dir"
     return 3
+  fi
+  if $partition_set && netns_complete; then
+    echo "network namespace $netns, addresses $partition_block.$(netns_slot).0/24:"
+    command_paths | sed 's/^/  /'
   fi
   $all_up || return 3
 }
@@ -828,12 +956,12 @@ command_kill_connections() {
   case "$(group_of "$id")" in
     redis)
       # CLIENT LIST runs on its own connection, which is closed before the kills.
-      ids=$(timeout 5 redis-cli -h 127.0.0.1 -p "$port" CLIENT LIST |
+      ids=$("${in_netns[@]}" timeout 5 redis-cli -h 127.0.0.1 -p "$port" CLIENT LIST |
         sed -n 's/^id=\([0-9]*\) .* name=\([^ ]*\) .*/\1 \2/p' | ids_with_name_matching "$glob")
       killed=0
       if [[ -n $ids ]]; then
         mapfile -t id_list <<<"$ids"
-        killed=$(printf 'CLIENT KILL ID %s\n' "${id_list[@]}" | timeout 5 redis-cli -h 127.0.0.1 -p "$port" |
+        killed=$(printf 'CLIENT KILL ID %s\n' "${id_list[@]}" | "${in_netns[@]}" timeout 5 redis-cli -h 127.0.0.1 -p "$port" |
           awk '{ total += $1 } END { print total + 0 }')
       fi
       ;;
@@ -870,6 +998,10 @@ while (($#)); do
       if [[ $1 == --state-dir ]]; then state_dir=$2; else default_state_dir=$2; fi
       shift 2
       ;;
+    --partition-set)
+      partition_set=true
+      shift
+      ;;
     -h | --help | help)
       usage
       exit 0
@@ -890,6 +1022,13 @@ mkdir -p "$state_dir"
 state_dir=$(cd "$state_dir" && pwd)
 # PostgreSQL runs as user postgres and needs to reach its directory inside.
 chmod 755 "$state_dir"
+if $partition_set; then
+  state_dir+=/partition
+  mkdir -p "$state_dir"
+  chmod 755 "$state_dir"
+  netns=$(netns_name "$state_dir")
+  in_netns=(ip netns exec "$netns")
+fi
 
 case "$command" in
   start) command_start "$@" ;;
@@ -904,6 +1043,14 @@ case "$command" in
     (($# >= 1)) || die "$command needs a server id (see: $0 help)"
     require_server_id "$1"
     take_state_lock
+    "command_${command//-/_}" "$@"
+    ;;
+  partition | heal | heal-all | paths)
+    $partition_set || die "$command acts on the partition set: $0 --partition-set $command ..."
+    take_state_lock
+    if [[ $command == partition || $command == heal ]]; then
+      require_path_args "$@"
+    fi
     "command_${command//-/_}" "$@"
     ;;
   *)

@@ -1,0 +1,70 @@
+// The backends of the partition scenarios, each with short leases or sessions so that the
+// scenarios finish in seconds, and the bounds docs/<backend>.md gives for those settings.
+#include <cstdlib>
+#include <stdexcept>
+
+#include "scenario.hpp"
+
+namespace partition {
+
+namespace {
+
+// expiry 3 s: the watchdog extends every second, each command (per node) times out after a
+// second; a lease not extended is gone after one expiry (docs/redis.md, "Faults").
+std::string redis_url(const std::string& endpoint, const std::string& scope) {
+  return endpoint + "?expiry=3s&release_timeout=1s&prefix=" + scope + ":";
+}
+
+constexpr bounds redis_bounds{.lost = 4s, .waiter_fails = 4s, .granted_after = 4s,
+                              .grant_with_member_cut = 1s};
+
+// keepalive 2 s: a session whose round trip goes unanswered a whole period is given up within
+// 1.5 periods (docs/postgres.md, options table).
+std::string postgres_url(const std::string& endpoint, const std::string&) {
+  return endpoint + "?keepalive=2s&connect_timeout=2s&release_timeout=1s";
+}
+std::string postgres_session_per_lock_url(const std::string& endpoint, const std::string& scope) {
+  return postgres_url(endpoint, scope) + "&locks_per_session=1";
+}
+
+constexpr bounds postgres_bounds{.lost = 4s, .waiter_fails = 4s, .granted_after = 4s,
+                                 .grant_with_member_cut = 1s};
+
+// session timeout 4 s: the client notices a silent server after 2/3 of it and marks handles lost
+// a third later; the server expires the session after the whole of it (docs/zookeeper.md,
+// "Sessions, connection loss and lost"). A session on a cut member moves to another member
+// once the client notices, within 2/3 of the timeout.
+std::string zookeeper_url(const std::string& endpoint, const std::string& scope) {
+  return endpoint + "/" + scope + "?session_timeout=4s&connect_timeout=4s&release_timeout=1s";
+}
+
+constexpr bounds zookeeper_bounds{.lost = 5s, .waiter_fails = 5s, .granted_after = 5s,
+                                  .grant_with_member_cut = 4s};
+
+const std::vector<backend_case>& all_backends() {
+  static const std::vector<backend_case> backends{
+      {"redis", "REDIS", {"redis"}, false, redis_bounds, redis_url},
+      {"redlock", "REDLOCK", {"redlock1", "redlock2", "redlock3"}, true, redis_bounds, redis_url},
+      {"postgres", "POSTGRES", {"postgres"}, false, postgres_bounds, postgres_session_per_lock_url},
+      {"postgres-multiplexed", "POSTGRES", {"postgres"}, false, postgres_bounds, postgres_url},
+      {"zookeeper", "ZOOKEEPER", {"zookeeper"}, false, zookeeper_bounds, zookeeper_url},
+      {"zookeeper-ensemble", "ZOOKEEPER_ENSEMBLE", {"zk1", "zk2", "zk3"}, true, zookeeper_bounds,
+       zookeeper_url},
+  };
+  return backends;
+}
+
+}  // namespace
+
+const backend_case& backend() {
+  const char* chosen = std::getenv("DLOCK_PARTITION_BACKEND");
+  std::string known;
+  for (const auto& candidate : all_backends()) {
+    if (chosen != nullptr && candidate.name == chosen) return candidate;
+    known += " " + candidate.name;
+  }
+  throw std::runtime_error(std::string("--partition-backend ") + (chosen ? chosen : "(none)") +
+                           " is not one of:" + known);
+}
+
+}  // namespace partition
