@@ -7,6 +7,9 @@ struct handle_access {
   static lock_handle make(std::unique_ptr<held_lock> state) noexcept {
     return lock_handle(std::move(state));
   }
+  static const lease* lease_of(const lock_handle& handle) noexcept {
+    return handle.state_ ? handle.state_->granted.get() : nullptr;
+  }
 };
 
 namespace {
@@ -61,3 +64,11 @@ lock_handle handle_for(const lock_target& target, std::unique_ptr<lease> granted
 }
 
 }  // namespace dlock::detail
+
+namespace dlock {
+
+const lease* granted_lease(const lock_handle& handle) noexcept {
+  return detail::handle_access::lease_of(handle);
+}
+
+}  // namespace dlock

@@ -54,6 +54,9 @@ class zookeeper_session {
   /// Adds digest credentials "user:password" to the session.
   void add_digest_auth(const std::string& credentials);
 
+  /// The C client's handle, for a test that calls the C API itself (a docs recipe, say).
+  zhandle_t* native() const noexcept { return handle_.get(); }
+
  private:
   struct handle_deleter {
     void operator()(zhandle_t* handle) const;

@@ -25,6 +25,9 @@ class zookeeper_lease final : public dlock::lease {
   /// Throws connection_error when it could not be confirmed.
   void release() override;
 
+  /// The node's full path (without chroot).
+  const std::string& node() const noexcept { return node_; }
+
  private:
   std::shared_ptr<zookeeper_backend> backend_;
   std::string node_;

@@ -3,10 +3,12 @@
 #include <stdexcept>
 #include <utility>
 
+#include <dlock/core/backend/lease.hpp>
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/backend/provider_url.hpp>
 
 #include "backend.hpp"
+#include "lease.hpp"
 
 namespace dlock::zookeeper {
 
@@ -36,6 +38,12 @@ provider::provider(std::shared_ptr<detail::zookeeper_backend> backend, error_han
 std::string provider::lock_node_path(std::string_view name) const {
   naming::validate_name(name);
   return backend_->node_of(name);
+}
+
+std::optional<std::string> provider::granted_node(const lock_handle& handle) {
+  const auto* lease = dynamic_cast<const detail::zookeeper_lease*>(dlock::granted_lease(handle));
+  if (!lease) return std::nullopt;
+  return lease->node();
 }
 
 void register_scheme() {

@@ -7,5 +7,6 @@
 #include <dlock/core/distributed_reader_writer_lock.hpp>
 #include <dlock/core/distributed_semaphore.hpp>
 #include <dlock/core/errors.hpp>
+#include <dlock/core/fence.hpp>
 #include <dlock/core/lock_handle.hpp>
 #include <dlock/core/provider.hpp>

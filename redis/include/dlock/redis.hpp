@@ -2,5 +2,6 @@
 #pragma once
 
 #include <dlock/core.hpp>
+#include <dlock/redis/fencing.hpp>
 #include <dlock/redis/options.hpp>
 #include <dlock/redis/provider.hpp>

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +47,12 @@ class provider : public dlock::provider {
   /// The node whose children are the lock (or reader-writer lock) `name`'s, without chroot.
   /// Throws std::invalid_argument for an invalid name.
   std::string lock_node_path(std::string_view name) const;
+
+  /// The node `handle`'s grant created (its path as this session sees it: below the chroot, if
+  /// any), for a write that must fail once the grant is gone: a multi-op that checks this node
+  /// (zoo_check_op, version -1) with the write (docs/fencing.md). nullopt when the handle is
+  /// empty or not this backend's.
+  static std::optional<std::string> granted_node(const lock_handle& handle);
 
  private:
   provider(std::shared_ptr<detail::zookeeper_backend> backend, error_handler on_error);

@@ -9,6 +9,8 @@
 
 namespace dlock {
 
+class lock_handle;
+
 /// One grant of one lock at a backend.
 ///
 /// Lost signalling: the backend's monitor calls mark_lost() when it can no longer guarantee
@@ -50,5 +52,11 @@ class lease {
   std::uint64_t fencing_token_;
   std::stop_source lost_source_;
 };
+
+/// The lease a handle holds, for a backend's own public helpers that need the grant's place on
+/// the server (ZooKeeper's granted_node, say): cast it to the backend's lease type with
+/// dynamic_cast, since the handle may come from another backend. nullptr on an empty handle.
+/// The lease lives as long as the handle holds it.
+const lease* granted_lease(const lock_handle& handle) noexcept;
 
 }  // namespace dlock
