@@ -28,22 +28,27 @@ bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nano
     if (!waits) return;
     if (auto next = service.gates().leave(key)) next->gate_granted_from_queue();
   };
+  provider_stats& stats = service.stats();
+  // The clock is read only for a metrics sink: this is the path the benchmarks count.
+  const auto started =
+      stats.sink() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   std::unique_ptr<lease> granted;
   try {
     granted = service.backend().try_acquire_inline(request_for(target, mode));
   } catch (...) {
     leave_gate();
-    provider_stats::add(service.stats().failed);
+    stats.acquire_ended(labels_of(target, mode), acquire_outcome::failed, started);
     throw;
   }
   leave_gate();
   if (granted) {
-    provider_stats::add(service.stats().acquired);
-    result.emplace(handle_for(target, std::move(granted)));
+    stats.acquire_ended(labels_of(target, mode), acquire_outcome::granted, started);
+    result.emplace(handle_for(target, mode, std::move(granted)));
     return true;
   }
   if (waits) return false;
-  provider_stats::add(service.stats().not_acquired);  // a zero timeout had its one attempt
+  // A zero timeout had its one attempt.
+  stats.acquire_ended(labels_of(target, mode), acquire_outcome::not_acquired, started);
   return true;
 }
 

@@ -167,16 +167,18 @@ void acquire_op::finish(std::exception_ptr error, std::unique_ptr<lease> granted
     if (auto next = target_.service->gates().leave(gate_key_)) next->gate_granted_from_queue();
   }
   std::optional<lock_handle> handle;
-  provider_stats& stats = target_.service->stats();
+  acquire_outcome outcome = acquire_outcome::granted;
   if (granted) {
-    provider_stats::add(stats.acquired);
-    handle.emplace(handle_for(target_, std::move(granted)));
+    handle.emplace(handle_for(target_, mode_, std::move(granted)));
   } else if (error) {
-    provider_stats::add(stats.failed);
+    outcome = acquire_outcome::failed;
   } else {
-    provider_stats::add(ending_ == ending::stopped ? stats.cancelled : stats.not_acquired);
+    outcome = ending_ == ending::stopped ? acquire_outcome::cancelled
+              : waits()                  ? acquire_outcome::timed_out
+                                         : acquire_outcome::not_acquired;
     if (fail_with_error_) error = not_obtained_error(target_, ending_, timeout_);
   }
+  target_.service->stats().acquire_ended(labels_of(target_, mode_), outcome, started_);
   auto done = std::move(done_);
   // The caller may drop its last reference as soon as it has the result; then it, not
   // this thread, shuts the provider down (a thread cannot join itself).

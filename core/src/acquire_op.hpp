@@ -59,6 +59,7 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
   lock_target target_;
   lock_mode mode_;
   std::chrono::nanoseconds timeout_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   std::stop_token stop_;
   bool fail_with_error_;

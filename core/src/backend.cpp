@@ -39,6 +39,7 @@ class printing_events final : public backend_events {
  public:
   void acquire_waiting() noexcept override {}
   void extension_failed() noexcept override {}
+  void reconnected() noexcept override {}
   void background_error(std::exception_ptr error) noexcept override {
     report_background_error({}, std::move(error));
   }

@@ -44,11 +44,21 @@ void enforce_hold_limit(const std::weak_ptr<hold_limit>& weak_limit,
 
 }  // namespace
 
-lock_handle handle_for(const lock_target& target, std::unique_ptr<lease> granted) {
+lock_handle handle_for(const lock_target& target, lock_mode mode, std::unique_ptr<lease> granted) {
   auto state = std::make_unique<held_lock>();
   state->service = target.service;
   state->granted = std::move(granted);
   state->name = target.name;
+  state->kind = target.kind;
+  state->mode = mode;
+  if (auto sink = target.service->stats().sink()) {
+    state->sink = sink;
+    state->granted_at = std::chrono::steady_clock::now();
+    state->lost_reporter = std::make_unique<held_lock::lost_callback>(
+        state->granted->lost_token(),
+        [sink, backend = state->labels().backend, kind = target.kind, mode,
+         name = target.name] { sink->lost({backend, kind, mode, name}); });
+  }
   if (target.max_hold > std::chrono::nanoseconds::zero()) {
     auto limit = std::make_shared<hold_limit>(target.service->backend().executor());
     limit->granted = state->granted;

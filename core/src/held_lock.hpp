@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <chrono>
+
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -41,17 +43,34 @@ struct callbacks_gate {
 struct held_lock {
   using lost_callback = std::stop_callback<std::function<void()>>;
 
+  /// The labels of this grant's events for a metrics sink.
+  lock_labels labels() const {
+    return {service->stats().backend_label, kind, mode, name};
+  }
+
   std::shared_ptr<lock_service> service;
   std::shared_ptr<lease> granted;     // shared with a hold limit's timer while it releases
   std::shared_ptr<hold_limit> limit;  // null without a maximum hold time
   std::shared_ptr<callbacks_gate> callbacks_open = std::make_shared<callbacks_gate>();
   std::string name;
+  primitive kind = primitive::lock;
+  lock_mode mode = lock_mode::exclusive;
+  /// The metrics sink that saw the grant (null: none was set): it alone hears of its loss and
+  /// release, so that its count of held locks stays true when the sink changes.
+  std::shared_ptr<metrics_sink> sink;
+  std::chrono::steady_clock::time_point granted_at;  ///< with a sink only
+  std::unique_ptr<lost_callback> lost_reporter;      ///< tells the sink of a loss when found
   std::mutex callbacks_mutex;
   std::vector<std::unique_ptr<lost_callback>> on_lost_callbacks;
 };
 
-/// The handle of a grant of `target`, with its maximum-hold timer started when the target
-/// has a limit (at the limit the lease is marked lost, then released).
-lock_handle handle_for(const lock_target& target, std::unique_ptr<lease> granted);
+/// The handle of a grant of `target` in `mode`, with its maximum-hold timer started when the
+/// target has a limit (at the limit the lease is marked lost, then released).
+lock_handle handle_for(const lock_target& target, lock_mode mode, std::unique_ptr<lease> granted);
+
+/// The labels of an acquire of `target` in `mode` for a metrics sink.
+inline lock_labels labels_of(const lock_target& target, lock_mode mode) {
+  return {target.service->stats().backend_label, target.kind, mode, target.name};
+}
 
 }  // namespace dlock::detail

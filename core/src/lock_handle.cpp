@@ -66,13 +66,22 @@ void lock_handle::release() {
   if (!state_) return;
   std::unique_ptr<detail::held_lock> state = std::move(state_);
   auto& stats = state->service->stats();
-  if (state->granted->lost()) detail::provider_stats::add(stats.lost);
+  const bool was_lost = state->granted->lost();
+  if (was_lost) detail::provider_stats::add(stats.lost);
+  state->lost_reporter.reset();  // a loss found by the release itself is not news
+  auto tell_sink = [&](bool failed) {
+    if (!state->sink) return;
+    state->sink->released(state->labels(), std::chrono::steady_clock::now() - state->granted_at,
+                          was_lost, failed);
+  };
   try {
     release_lease(*state);
   } catch (...) {
     detail::provider_stats::add(stats.release_errors);
+    tell_sink(true);
     throw;
   }
+  tell_sink(false);
 }
 
 void lock_handle::release_reporting_errors() noexcept {

@@ -5,6 +5,7 @@ namespace dlock::detail {
 lock_service::lock_service(std::shared_ptr<dlock::backend> backend, error_handler on_error)
     : backend_(std::move(backend)), stats_(std::make_shared<provider_stats>()) {
   stats_->on_error = std::move(on_error);
+  stats_->backend_label = backend_->scheme();
   backend_->attach_events(events_into(stats_));
   backend_->start();
 }

@@ -37,6 +37,10 @@ distributed_semaphore provider::create_semaphore(std::string_view name, std::uin
 
 provider_metrics provider::metrics() const noexcept { return service_->stats().snapshot(); }
 
+void provider::set_metrics_sink(std::shared_ptr<metrics_sink> sink) {
+  service_->stats().set_sink(std::move(sink));
+}
+
 void provider::set_default_max_hold(std::chrono::nanoseconds limit) {
   if (limit < std::chrono::nanoseconds::zero()) {
     throw std::invalid_argument("dlock: negative default max_hold");

@@ -3,11 +3,14 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/core/metrics_sink.hpp>
 #include <dlock/core/provider.hpp>
 
 namespace dlock::detail {
@@ -24,6 +27,28 @@ struct provider_stats {
   /// Counts `error` and hands it to the hook (or stderr); never throws.
   void report(std::exception_ptr error) noexcept;
   provider_metrics snapshot() const noexcept;
+
+  /// The metrics sink, or null. One relaxed load when none is set, so that a provider without
+  /// a sink pays nothing on its acquires.
+  std::shared_ptr<metrics_sink> sink() const noexcept {
+    if (!has_sink_.load(std::memory_order_acquire)) return nullptr;
+    std::lock_guard guard(sink_mutex_);
+    return sink_;
+  }
+  void set_sink(std::shared_ptr<metrics_sink> sink) noexcept;
+
+  /// Counts an ended acquire and tells the sink, if any. `started` is only read with a sink
+  /// (time_point{} is fine without one).
+  void acquire_ended(const lock_labels& lock, acquire_outcome outcome,
+                     std::chrono::steady_clock::time_point started) noexcept;
+
+  /// The backend's scheme, for the sink's labels (set once, before the first event).
+  std::string_view backend_label;
+
+ private:
+  std::atomic<bool> has_sink_{false};
+  mutable std::mutex sink_mutex_;
+  std::shared_ptr<metrics_sink> sink_;
 };
 
 /// The backend's reports, into the provider's counters and error hook. It shares the

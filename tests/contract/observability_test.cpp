@@ -1,6 +1,8 @@
 // What a service can observe: free semaphore slots and the provider's counters.
 #include <catch2/catch.hpp>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "backend.hpp"
 #include "support.hpp"
@@ -63,4 +65,101 @@ TEST_CASE("provider metrics count grants, waits, misses, cancellations and losse
   CHECK(metrics.acquired == 2);
   CHECK(metrics.failed == 0);
   CHECK(metrics.release_errors == 0);
+}
+
+namespace {
+
+/// A metrics sink that writes every event down, one line each.
+class recording_sink final : public dlock::metrics_sink {
+ public:
+  void acquire_ended(const dlock::lock_labels& lock, dlock::acquire_outcome outcome,
+                     std::chrono::nanoseconds waited) noexcept override {
+    static constexpr const char* names[] = {"granted", "not_acquired", "timed_out", "cancelled",
+                                            "failed"};
+    add("acquire " + std::string(lock.name) + " " + names[static_cast<int>(outcome)],
+        waited);
+    std::lock_guard guard(mutex_);
+    backend_ = lock.backend;
+  }
+  void released(const dlock::lock_labels& lock, std::chrono::nanoseconds held, bool lost,
+                bool failed) noexcept override {
+    add("release " + std::string(lock.name) + (lost ? " lost" : "") + (failed ? " failed" : ""),
+        held);
+  }
+  void lost(const dlock::lock_labels& lock) noexcept override {
+    add("lost " + std::string(lock.name), {});
+  }
+  void extension_failed(std::string_view) noexcept override {}
+  void reconnected(std::string_view) noexcept override {}
+
+  std::vector<std::string> events() const {
+    std::lock_guard guard(mutex_);
+    return events_;
+  }
+  std::chrono::nanoseconds duration(std::size_t i) const {
+    std::lock_guard guard(mutex_);
+    return durations_.at(i);
+  }
+  std::string backend_seen() const {
+    std::lock_guard guard(mutex_);
+    return backend_;
+  }
+
+ private:
+  void add(std::string event, std::chrono::nanoseconds duration) {
+    std::lock_guard guard(mutex_);
+    events_.push_back(std::move(event));
+    durations_.push_back(duration);
+  }
+  mutable std::mutex mutex_;
+  std::vector<std::string> events_;
+  std::vector<std::chrono::nanoseconds> durations_;
+  std::string backend_;
+};
+
+}  // namespace
+
+TEST_CASE("a metrics sink hears every acquire's outcome and wait, every release's hold time, "
+          "and a loss when it is found",
+          "[contract][metrics]") {
+  auto provider = backend().make_provider();
+  auto holder = backend().make_provider();
+  auto sink = std::make_shared<recording_sink>();
+  provider->set_metrics_sink(sink);
+  const auto name = unique_name("sink");
+  auto lock = provider->create_lock(name);
+
+  auto first = lock.acquire(10s);
+  std::this_thread::sleep_for(20ms);  // a hold time the sink must see, not a wait for anything
+  first.release();
+
+  auto held = holder->create_lock(name).acquire(10s);
+  CHECK_FALSE(lock.try_acquire());
+  CHECK_FALSE(lock.try_acquire(30ms));
+  std::stop_source stop;
+  stop.request_stop();
+  CHECK_FALSE(lock.try_acquire(10s, stop.get_token()));
+  held.release();
+
+  auto doomed = lock.acquire(10s);
+  backend().break_lock(name);
+  REQUIRE(wait_until([&] { return doomed.lost(); }, 30s));
+  REQUIRE(wait_until([&] { return sink->events().size() == 7; }, 10s));  // the loss report
+  doomed.release();
+
+  const std::vector<std::string> expected{
+      "acquire " + name + " granted",      "release " + name,
+      "acquire " + name + " not_acquired", "acquire " + name + " timed_out",
+      "acquire " + name + " cancelled",    "acquire " + name + " granted",
+      "lost " + name,                      "release " + name + " lost"};
+  CHECK(sink->events() == expected);
+  CHECK(sink->duration(1) >= 20ms);  // the first hold
+  CHECK(sink->duration(3) >= 30ms);  // the wait that timed out
+  CHECK(sink->backend_seen() == provider->scheme());
+
+  // Another provider's events and a provider without a sink reach it not.
+  holder->create_lock(name).acquire(10s).release();
+  provider->set_metrics_sink(nullptr);
+  lock.acquire(10s).release();
+  CHECK(sink->events().size() == expected.size());
 }

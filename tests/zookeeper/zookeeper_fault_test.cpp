@@ -140,6 +140,8 @@ TEST_CASE("killing the ensemble member a holder is connected to moves its sessio
   std::optional<std::size_t> serving;
   REQUIRE(wait_until([&] { return (serving = member_watching(node)).has_value(); }, 10s));
 
+  auto metrics = std::make_shared<dlock::prometheus_metrics>();
+  holder.zk->set_metrics_sink(metrics);
   const std::string member = "zk" + std::to_string(*serving + 1);
   support::undo_test_servers_fault restart({"restart", member});
   support::test_servers({"kill", member});
@@ -148,6 +150,12 @@ TEST_CASE("killing the ensemble member a holder is connected to moves its sessio
     return now && *now != *serving;
   }, 30s));
   CHECK_FALSE(holder.held.lost());
+  // The move is a reconnection for the metrics sink.
+  const auto reconnected = [&] {
+    return metrics->render().find("dlock_reconnects_total{backend=\"zookeeper\"} 1\n") !=
+           std::string::npos;
+  };
+  CHECK(wait_until(reconnected, 30s));
   auto other = make_zookeeper(ensemble_url(), holder.base, 8s);
   CHECK_FALSE(other->create_lock("x").try_acquire());
   restart.now();

@@ -94,6 +94,7 @@ void zk_session::on_session_event(int state) {
 
 void zk_session::on_connected() {
   phase_ = phase::connected;
+  if (std::exchange(connected_before_, true)) owner_.events().reconnected();
   {
     // The server may have changed the session timeout to fit its [min, max] range.
     std::lock_guard lock(handle_mutex_);

@@ -133,6 +133,7 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
 
   // Touched on the io thread only.
   phase phase_ = phase::connecting;
+  bool connected_before_ = false;  // the next connection is a reconnection (for metrics)
   std::chrono::nanoseconds negotiated_timeout_{};
   boost::asio::steady_timer disconnect_timer_;
   std::deque<std::function<void(std::exception_ptr)>> connect_waiters_;

@@ -9,4 +9,6 @@
 #include <dlock/core/errors.hpp>
 #include <dlock/core/fence.hpp>
 #include <dlock/core/lock_handle.hpp>
+#include <dlock/core/metrics_sink.hpp>
+#include <dlock/core/prometheus_metrics.hpp>
 #include <dlock/core/provider.hpp>

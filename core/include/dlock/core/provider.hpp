@@ -20,6 +20,7 @@
 #include <dlock/core/distributed_semaphore.hpp>
 #include <dlock/core/durations.hpp>
 #include <dlock/core/errors.hpp>
+#include <dlock/core/metrics_sink.hpp>
 
 namespace dlock {
 
@@ -88,6 +89,12 @@ class provider : public lock_provider,
 
   /// The provider's counters so far. Thread-safe.
   provider_metrics metrics() const noexcept;
+
+  /// Sends every event from now on to `sink` as well (null: none, the default): acquires with
+  /// their outcome and wait, releases with their hold time, losses when they happen, lease
+  /// extensions that failed, reconnections. dlock::prometheus_metrics is a ready sink.
+  /// Thread-safe. A grant's loss and release go to the sink that saw the grant.
+  void set_metrics_sink(std::shared_ptr<metrics_sink> sink);
 
   /// The backend's name ("file", "redis", ...) and where it is (never a password).
   std::string_view scheme() const noexcept;

@@ -72,6 +72,8 @@ class backend_events {
   virtual void acquire_waiting() noexcept = 0;
   /// A lease could not be extended (leased backends); the lease may still be valid.
   virtual void extension_failed() noexcept = 0;
+  /// A connection or session that was lost is established again (for metrics).
+  virtual void reconnected() noexcept = 0;
   /// An error with no caller to throw to (a monitor, an extension): counted, then handed to
   /// the provider's error hook.
   virtual void background_error(std::exception_ptr error) noexcept = 0;
