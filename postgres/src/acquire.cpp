@@ -54,6 +54,7 @@ void pg_acquire::notified() {
 }
 
 // The first column names the slot (semaphores), the second is the token; NULL: not granted.
+// A semaphore's third is the max_count of other holders, when it is not ours.
 void pg_acquire::attempted(query_result r, bool on_own_session) {
   if (!r.ok()) {
     if (on_own_session) stop_listening();
@@ -63,6 +64,12 @@ void pg_acquire::attempted(query_result r, bool on_own_session) {
   if (auto token = r.value(1)) {
     if (on_own_session) end_listening();
     grant(*r.value(0), std::stoull(*token));
+    return;
+  }
+  if (auto other = is_semaphore(request_) ? r.value(2) : std::nullopt) {
+    if (on_own_session) stop_listening();
+    complete(std::make_exception_ptr(backend_->max_count_mismatch(request_, std::stoull(*other))),
+             nullptr);
     return;
   }
   if (stopped_ || !request_.wait) {
