@@ -1,7 +1,9 @@
 // One acquire of a lock file or of a semaphore's slot files (see acquire.hpp).
 #include "acquire.hpp"
 
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/asio/post.hpp>
 
@@ -29,7 +31,13 @@ file_acquire::file_acquire(std::shared_ptr<file_backend> backend, acquire_reques
   } else {
     candidates_.push_back({backend_->lock_file_name(request_.name), {}});
   }
+  if (request_.kind == primitive::reader_writer_lock) {
+    writers_.emplace(candidate{backend_->writers_file_name(request_.name), {}});
+  }
 }
+
+// The inline path's attempt ends here, holding the writers file when the lock file was taken.
+file_acquire::~file_acquire() { drop_writers_file(); }
 
 void file_acquire::start() {
   boost::asio::post(executor_, [self = shared_from_this()] { self->attempt(); });
@@ -65,7 +73,7 @@ void file_acquire::attempt() {
   if (!waiting_) {
     waiting_ = true;
     backend_->events().acquire_waiting();
-    for (const candidate& c : candidates_) backend_->add_waiter(c.file, this);
+    for (const std::string& file : watched_files()) backend_->add_waiter(file, this);
     // A release between our try and the registration raised no event we would see: try
     // once more now that any later one will.
     attempt();
@@ -77,24 +85,63 @@ void file_acquire::attempt() {
 std::unique_ptr<lease> file_acquire::try_once() {
   try {
     if (request_.kind == primitive::semaphore) check_count();
+    if (writers_ && !writers_locked_) {
+      // Behind a waiting writer (exclusive), or, for a writer, behind readers on their way
+      // in (shared, for the moment between their two locks) and other writers.
+      if (!lock(*writers_, request_.mode)) return nullptr;
+      writers_locked_ = true;
+    }
     for (candidate& c : candidates_) {
-      const std::filesystem::path path = backend_->directory() / c.file;
-      for (int reopen = 0;; ++reopen) {
-        if (!c.fd) c.fd = open_lock_file(path);
-        if (!try_flock(c.fd.get(), request_.mode)) break;
-        if (path_names_fd(path, c.fd.get())) return grant(c, path);
-        // Locked a file that was removed or replaced since we opened it: that lock
-        // excludes nobody. Drop it and lock what the path names now.
-        c.fd.reset();
-        if (reopen == 1000) {
-          throw file_failure{path.string() + " keeps being replaced while being locked"};
-        }
-      }
+      if (!lock(c, request_.mode)) continue;
+      auto granted = grant(c, backend_->directory() / c.file);
+      drop_writers_file();
+      return granted;
     }
   } catch (const file_failure& failure) {
     throw connection_error(backend_->message(failure.what, request_.name));
   }
   return nullptr;
+}
+
+bool file_acquire::lock(candidate& c, lock_mode mode) {
+  const std::filesystem::path path = backend_->directory() / c.file;
+  for (int reopen = 0;; ++reopen) {
+    if (!c.fd) c.fd = open_lock_file(path);
+    if (!try_flock(c.fd.get(), mode)) return false;
+    if (path_names_fd(path, c.fd.get())) return true;
+    // Locked a file that was removed or replaced since we opened it: that lock
+    // excludes nobody. Drop it and lock what the path names now.
+    c.fd.reset();
+    if (reopen == 1000) {
+      throw file_failure{path.string() + " keeps being replaced while being locked"};
+    }
+  }
+}
+
+// Unlocks, then closes: the close wakes the waiters (inotify), who must find it unlocked.
+// With remove_files_on_release the file goes too, by whoever can hold it alone, as a lock
+// file goes: unlinked while locked, so a contender that locks the old file sees it replaced.
+void file_acquire::drop_writers_file() noexcept {
+  if (!writers_ || !writers_->fd) return;
+  const int fd = writers_->fd.get();
+  if (backend_->settings().remove_files_on_release && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    try {
+      const auto path = backend_->directory() / writers_->file;
+      if (path_names_fd(path, fd)) ::unlink(path.c_str());
+    } catch (const file_failure&) {
+      // Keeping the file is always safe; only its removal was optional.
+    }
+  }
+  ::flock(fd, LOCK_UN);
+  writers_->fd.reset();
+  writers_locked_ = false;
+}
+
+std::vector<std::string> file_acquire::watched_files() const {
+  std::vector<std::string> files;
+  for (const candidate& c : candidates_) files.push_back(c.file);
+  if (writers_) files.push_back(writers_->file);
+  return files;
 }
 
 std::uint32_t file_acquire::current_count() {
@@ -144,9 +191,10 @@ void file_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> grant
   finished_ = true;
   retry_timer_.cancel();
   if (waiting_) {
-    for (const candidate& c : candidates_) backend_->remove_waiter(c.file, this);
+    for (const std::string& file : watched_files()) backend_->remove_waiter(file, this);
     waiting_ = false;
   }
+  drop_writers_file();
   candidates_.clear();
   count_fd_.reset();
   auto done = std::move(done_);

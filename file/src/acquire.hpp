@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,11 +21,16 @@ class file_backend;
 /// One acquire: tries the lock file (or each slot file) with LOCK_NB and, when told to
 /// wait, tries again whenever one of them is closed, removed or renamed. Runs on the io
 /// thread only; cancel() posts there.
+///
+/// A reader-writer lock goes through its writers file first (docs/file.md, "Writers
+/// first"): a writer holds it exclusively from its first try until it is granted, so new
+/// readers, who must take it shared on their way in, wait behind the writer.
 class file_acquire final : public acquire_operation,
                            public std::enable_shared_from_this<file_acquire> {
  public:
   file_acquire(std::shared_ptr<file_backend> backend, acquire_request request,
                acquire_completion done);
+  ~file_acquire() override;
 
   /// Makes the first attempt on the io thread.
   void start();
@@ -48,6 +54,11 @@ class file_acquire final : public acquire_operation,
   };
 
   void attempt();
+  /// Locks the file of `c` without blocking, making sure the lock is on the file its path
+  /// names now; false when someone else holds it. Throws file_failure.
+  bool lock(candidate& c, lock_mode mode);
+  void drop_writers_file() noexcept;
+  std::vector<std::string> watched_files() const;
   void check_count();
   std::unique_ptr<lease> grant(candidate& c, const std::filesystem::path& path);
   void arm_retry_timer(std::chrono::nanoseconds after);
@@ -59,6 +70,10 @@ class file_acquire final : public acquire_operation,
   boost::asio::any_io_executor executor_;
   boost::asio::steady_timer retry_timer_;
   std::vector<candidate> candidates_;
+  // Reader-writer locks only: the writers file, taken in the request's mode before the lock
+  // file and dropped once the lock file is ours or the wait ends.
+  std::optional<candidate> writers_;
+  bool writers_locked_ = false;
   std::filesystem::path count_file_;
   unique_fd count_fd_;
   bool waiting_ = false;

@@ -187,6 +187,10 @@ std::string file_backend::semaphore_file_name(std::string_view name) const {
   return naming::escape_segment(name, max_escaped_bytes, true) + ".semaphore";
 }
 
+std::string file_backend::writers_file_name(std::string_view name) const {
+  return naming::escape_segment(name, max_escaped_bytes, true) + ".writers";
+}
+
 std::optional<std::uint32_t> file_backend::current_count(const acquire_request& request) {
   file_acquire probe(shared_from_this(), request, [](std::exception_ptr, std::unique_ptr<lease>) {});
   return probe.current_count();

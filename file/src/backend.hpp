@@ -46,6 +46,8 @@ class file_backend final : public dlock::backend,
   const options& settings() const noexcept { return options_; }
   std::string lock_file_name(std::string_view name) const;
   std::string semaphore_file_name(std::string_view name) const;
+  /// The file where writers of the reader-writer lock `name` queue ahead of new readers.
+  std::string writers_file_name(std::string_view name) const;
 
   // Waiters and held leases, by file name. Waiters are touched only on the io thread;
   // held leases also from the threads that release them, under held_mutex_.

@@ -1,5 +1,7 @@
 #include "acquire.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include "backend.hpp"
@@ -25,7 +27,9 @@ pg_acquire::pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_reques
       key_(is_semaphore(request_) ? semaphore_base(request_.name)
                                   : advisory_key::from_name(request_.name)),
       channel_(is_semaphore(request_) ? channel_of(request_.name) : std::string()),
-      retry_timer_(backend_->executor()) {
+      retry_timer_(backend_->executor()),
+      cancel_timer_(backend_->executor()),
+      answer_timer_(backend_->executor()) {
   resource_ = is_semaphore(request_) ? "S" + channel_ : "L" + key_.sql_arguments();
 }
 
@@ -54,6 +58,7 @@ void pg_acquire::notified() {
 }
 
 // The first column names the slot (semaphores), the second is the token; NULL: not granted.
+// A semaphore's third is the max_count of other holders, when it is not ours.
 void pg_acquire::attempted(query_result r, bool on_own_session) {
   if (!r.ok()) {
     if (on_own_session) stop_listening();
@@ -63,6 +68,12 @@ void pg_acquire::attempted(query_result r, bool on_own_session) {
   if (auto token = r.value(1)) {
     if (on_own_session) end_listening();
     grant(*r.value(0), std::stoull(*token));
+    return;
+  }
+  if (auto other = is_semaphore(request_) ? r.value(2) : std::nullopt) {
+    if (on_own_session) stop_listening();
+    complete(std::make_exception_ptr(backend_->max_count_mismatch(request_, std::stoull(*other))),
+             nullptr);
     return;
   }
   if (stopped_ || !request_.wait) {
@@ -215,7 +226,9 @@ void pg_acquire::stop() {
       session_->connection->close();
       return;
     }
+    cancel_again(std::chrono::milliseconds(2));
   }
+  if (!timed_out_) answer_stop_soon();
   // A server that does not answer (paused, unreachable) ends neither the statement by itself
   // (lock_timeout) nor on the cancel: give the session up after connect_timeout. The server
   // drops the wait, or frees what it granted, within its server_lease; every handle on the
@@ -231,12 +244,46 @@ void pg_acquire::stop() {
   });
 }
 
+// The server ignores a cancel that reaches it before the statement it was meant for (the
+// statement was sent just before the stop), so cancel again until the wait ends.
+void pg_acquire::cancel_again(std::chrono::milliseconds after) {
+  cancel_timer_.expires_after(after);
+  cancel_timer_.async_wait([weak = weak_from_this(), after](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->phase_ != phase::waiting) return;
+    self->session_->connection->cancel_running();
+    self->cancel_again(std::min(after * 2, std::chrono::milliseconds(20)));
+  });
+}
+
+// A live server confirms a stop within milliseconds (the wait ends, or the attempt in flight
+// answers); a silent one would keep the caller until connect_timeout. So the caller hears of
+// the stop by stop_grace at the latest, while the session settles on its own: what the server
+// may still grant goes back, or goes with the session, as for any stop (docs/postgres.md).
+void pg_acquire::answer_stop_soon() {
+  constexpr auto stop_grace = std::chrono::milliseconds(50);
+  answer_timer_.expires_after(stop_grace);
+  answer_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    if (auto self = weak.lock(); self && !ec) self->answer(nullptr, nullptr);
+  });
+}
+
+// Once: an answer that comes after the caller was told of its stop is dropped, and a lease in
+// it releases itself.
+void pg_acquire::answer(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  if (answered_) return;
+  answered_ = true;
+  auto done = std::move(done_);
+  done(std::move(error), std::move(granted));
+}
+
 void pg_acquire::complete(std::exception_ptr error, std::unique_ptr<lease> granted) {
   if (phase_ == phase::done) return;
   phase_ = phase::done;
   retry_timer_.cancel();
-  auto done = std::move(done_);
-  done(std::move(error), std::move(granted));
+  cancel_timer_.cancel();
+  answer_timer_.cancel();
+  answer(std::move(error), std::move(granted));
 }
 
 }  // namespace dlock::postgres::detail

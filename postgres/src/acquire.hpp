@@ -20,8 +20,9 @@ class postgres_backend;
 /// pg_advisory_lock on a session of its own (locks) or LISTEN and retries (semaphores).
 ///
 /// A stop cancels the waiting statement (or ends the semaphore's wait); a grant that races a
-/// timeout or a cancel is given back, so nothing is left at the server. Runs on the io thread
-/// except cancel().
+/// timeout or a cancel is given back, so nothing is left at the server. The caller hears of a
+/// stop within 50 ms even from a silent server, while the session settles. Runs on the io
+/// thread except cancel().
 class pg_acquire final : public acquire_operation,
                          public std::enable_shared_from_this<pg_acquire> {
  public:
@@ -52,6 +53,9 @@ class pg_acquire final : public acquire_operation,
   void end_listening();
   void stop_listening();
   void stop();
+  void cancel_again(std::chrono::milliseconds after);
+  void answer_stop_soon();
+  void answer(std::exception_ptr error, std::unique_ptr<lease> granted);
   void complete(std::exception_ptr error, std::unique_ptr<lease> granted);
 
   std::shared_ptr<postgres_backend> backend_;
@@ -65,8 +69,11 @@ class pg_acquire final : public acquire_operation,
   bool stopped_ = false;
   bool cancel_sent_ = false;
   bool timed_out_ = false;  // stopped at or after the deadline, not by a stop request
+  bool answered_ = false;   // done_ has run; the session may still be settling
   phase phase_ = phase::attempting;
   boost::asio::steady_timer retry_timer_;
+  boost::asio::steady_timer cancel_timer_;
+  boost::asio::steady_timer answer_timer_;
 };
 
 }  // namespace dlock::postgres::detail

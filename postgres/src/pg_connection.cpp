@@ -224,14 +224,18 @@ void pg_connection::collect_results() {
 
 bool pg_connection::cancel_running() {
   if (state_ != state::ready || !running_) return false;
+  if (cancelling_->exchange(true)) return true;
   if (PGcancel* cancel = PQgetCancel(conn_)) {
     // PQcancel connects to the server and waits for it to close, with no timeout (a paused
     // server never does): on a thread of its own, so the provider's thread never blocks.
-    std::thread([cancel] {
+    std::thread([cancel, cancelling = cancelling_] {
       char error[256];
       PQcancel(cancel, error, sizeof error);
       PQfreeCancel(cancel);
+      *cancelling = false;
     }).detach();
+  } else {
+    *cancelling_ = false;
   }
   return true;
 }

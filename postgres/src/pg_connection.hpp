@@ -5,6 +5,7 @@
 // (PQconnectStart/PQconnectPoll, PQsendQuery, PQconsumeInput) with a wait on the socket.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -63,6 +64,9 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   /// Asks the server to cancel the statement running now (PQcancel, on a short-lived thread
   /// of its own). The statement then fails with 57014 unless it finished first.
   /// Returns false when no statement is running (it may still be queued).
+  /// The server drops a cancel that arrives before it has read the statement, so a caller
+  /// that still waits should call again; while an earlier request is on its way (a silent
+  /// server never answers it), a call sends nothing more.
   bool cancel_running();
 
   /// Ends the session as broken (on_broken runs) and closes the connection, so the server
@@ -108,6 +112,8 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   std::deque<statement> queue_;
   std::optional<statement> running_;
   query_result collected_;
+  // Set while a PQcancel thread runs; shared with it, since it may outlive the connection.
+  std::shared_ptr<std::atomic<bool>> cancelling_ = std::make_shared<std::atomic<bool>>(false);
 };
 
 }  // namespace dlock::postgres::detail

@@ -32,17 +32,41 @@ std::string pg_locks_match(const advisory_key& key) {
          " AND objsubid = " + (key.is_pair() ? "2" : "1");
 }
 
+// A scalar subquery: the max_count of another marker of the semaphore `name` held by anyone
+// (objid = max_count * 256 + 1), NULL when there is none.
+std::string other_max_count_sql(const std::string& name, std::uint32_t max_count) {
+  const auto marker = max_count_marker(name, max_count);
+  return "(SELECT objid::bigint >> 8 FROM pg_locks WHERE locktype = 'advisory' "
+         "AND granted AND objsubid = 2 AND classid::bigint = " +
+         std::to_string(static_cast<std::uint32_t>(marker.high())) +
+         " AND objid::bigint & 255 = 1 AND objid::bigint <> " +
+         std::to_string(static_cast<std::uint32_t>(marker.low())) + " LIMIT 1)";
+}
+
+// A semaphore's attempt. Its own marker comes first, and only then the look for another one:
+// of two attempts with different counts at the same moment, at least one sees the other's
+// marker (both may), so two counts are never granted side by side. An attempt that finds
+// another count takes no slot; one that gets no slot gives its marker back. The third column
+// is the other count. OFFSET 0 keeps the look a single evaluation, before any slot is tried.
+std::string semaphore_attempt_sql(const acquire_request& request, const advisory_key& base,
+                                  const std::string& token) {
+  const std::string marker = max_count_marker(request.name, request.max_count).sql_arguments();
+  // LIMIT 1 stops the scan at the first slot obtained, so at most one is taken.
+  return "SELECT pg_advisory_lock_shared(" + marker + "); SELECT granted.slot, CASE WHEN "
+         "granted.slot IS NOT NULL THEN " + token + " END, checked.other, CASE WHEN granted.slot "
+         "IS NULL THEN pg_advisory_unlock_shared(" + marker + ") END FROM (SELECT " +
+         other_max_count_sql(request.name, request.max_count) +
+         " AS other OFFSET 0) AS checked LEFT JOIN LATERAL (SELECT slot FROM unnest(" +
+         slot_array(base, request.max_count) +
+         ") AS slot WHERE CASE WHEN checked.other IS NULL THEN pg_try_advisory_lock(slot) "
+         "ELSE false END LIMIT 1) AS granted ON true";
+}
+
 }  // namespace
 
 std::string attempt_sql(const acquire_request& request, const advisory_key& key,
                         const std::string& token) {
-  if (request.kind == primitive::semaphore) {
-    // LIMIT 1 stops the scan at the first slot obtained, so at most one is taken.
-    return "SELECT slot, " + token + ", pg_advisory_lock_shared(" +
-           max_count_marker(request.name, request.max_count).sql_arguments() +
-           ") FROM (SELECT slot FROM unnest(" + slot_array(key, request.max_count) +
-           ") AS slot WHERE pg_try_advisory_lock(slot) LIMIT 1) AS granted";
-  }
+  if (request.kind == primitive::semaphore) return semaphore_attempt_sql(request, key, token);
   return "SELECT 0, CASE WHEN pg_try_advisory_lock" + mode_suffix(request) + "(" +
          key.sql_arguments() + ") THEN " + token + " END";
 }
@@ -78,15 +102,10 @@ std::string unlisten_sql(const std::string& channel) { return "UNLISTEN \"" + ch
 
 // A bigint key is classid (high 32 bits) and objid (low 32 bits).
 std::string count_slots_sql(const std::string& name, std::uint32_t max_count) {
-  const auto marker = max_count_marker(name, max_count);
   return "SELECT (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND "
          "objsubid = 1 AND ((classid::bigint << 32) | objid::bigint) = ANY(" +
-         slot_array(semaphore_base(name), max_count) +
-         ")), (SELECT objid::bigint >> 8 FROM pg_locks WHERE locktype = 'advisory' "
-         "AND granted AND objsubid = 2 AND classid::bigint = " +
-         std::to_string(static_cast<std::uint32_t>(marker.high())) +
-         " AND objid::bigint & 255 = 1 AND objid::bigint <> " +
-         std::to_string(static_cast<std::uint32_t>(marker.low())) + " LIMIT 1)";
+         slot_array(semaphore_base(name), max_count) + ")), " +
+         other_max_count_sql(name, max_count);
 }
 
 }  // namespace dlock::postgres::detail

@@ -14,8 +14,9 @@
 namespace dlock::postgres::detail {
 
 /// One attempt that does not wait: pg_try_advisory_lock[_shared] on `key`, or, for a
-/// semaphore (`key` its base), the first free slot and the shared marker of its max_count.
-/// `token` is the fencing token's expression.
+/// semaphore (`key` its base), the first free slot and the shared marker of its max_count,
+/// unless another max_count's marker is held: then nothing, and the third column is that
+/// other max_count. `token` is the fencing token's expression.
 std::string attempt_sql(const acquire_request& request, const advisory_key& key,
                         const std::string& token);
 

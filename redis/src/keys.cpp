@@ -46,6 +46,15 @@ std::string key_scheme::lock_key(std::string_view name) const {
 }
 
 key_set key_scheme::keys_for(const acquire_request& request, const dlock::backend& owner) const {
+  if (plain_keys_ && request.kind != primitive::lock) {
+    // Other clients' SET NX PX locks know no shared mode and no slots: such a lock of the
+    // name would not exclude them, though the option promises it.
+    throw std::invalid_argument(owner.message(
+        std::string("plain_keys covers only the exclusive lock, not a ") +
+            (request.kind == primitive::semaphore ? "semaphore" : "reader-writer lock") +
+            "; use a provider without plain_keys",
+        request.name));
+  }
   const std::string base = prefix_ + "{" + escape_for_tag(request.name) + "}";
   switch (request.kind) {
     case primitive::lock:

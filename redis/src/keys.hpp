@@ -34,7 +34,8 @@ class key_scheme {
 
   /// The keys of `request.name` for a request of this kind and mode.
   /// Throws std::invalid_argument (worded by `owner`) for a plain-key lock name that would be
-  /// another lock's fencing counter.
+  /// another lock's fencing counter, and for any other primitive than the lock in plain-key
+  /// mode.
   key_set keys_for(const acquire_request& request, const dlock::backend& owner) const;
 
  private:

@@ -49,17 +49,6 @@ class backend_fixture {
   /// not (a file waiter only watches the directory, a PostgreSQL semaphore waiter LISTENs),
   /// the cancel cases can check only what is left afterwards.
   virtual bool footprint_shows_waiters(dlock::primitive kind) const = 0;
-
-  /// Whether an acquire of a semaphore with another max_count than its holders' fails at once
-  /// with std::invalid_argument (docs/errors.md: "where the backend can tell"). PostgreSQL's
-  /// does not yet (only its current_count() notices); issue 20 adds the check there, and
-  /// then this flag goes.
-  virtual bool checks_max_count_at_acquire() const = 0;
-
-  /// Whether a waiting writer holds back new readers of a reader-writer lock. DESIGN.md says
-  /// writers must not starve; the file backend (flock(2) gives no order) does not prefer them
-  /// yet, and once issue 20 makes every backend do so this flag goes.
-  virtual bool prefers_writers() const = 0;
 };
 
 /// The backend under test in this executable.

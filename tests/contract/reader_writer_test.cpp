@@ -1,5 +1,5 @@
-// The reader-writer lock: readers share, writers exclude everyone, and where the backend
-// prefers writers a waiting writer does not starve.
+// The reader-writer lock: readers share, writers exclude everyone, and a waiting writer holds
+// back new readers, so writers do not starve (DESIGN.md).
 #include <future>
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
 
@@ -54,36 +54,86 @@ TEST_CASE("tokens of read and write grants of one name strictly increase", "[con
   }
 }
 
-TEST_CASE("a waiting writer holds back new readers until it is granted or withdrawn",
-          "[contract][rw][fairness]") {
-  if (!backend().prefers_writers()) {
-    WARN(backend().label() << " lets new readers in beside a waiting writer");
-    return;
+namespace {
+
+using pending_write = std::future<dlock::lock_handle>;
+using pending_read = std::future<dlock::lock_handle>;
+
+// A name read by one reader, and a writer waiting (up to `writer_timeout`) behind it.
+struct writer_behind_reader {
+  explicit writer_behind_reader(std::chrono::milliseconds writer_timeout)
+      : first_reader(readers->create_reader_writer_lock(name).acquire_read(10s)),
+        writer(writers->create_reader_writer_lock(name).async_acquire_write(
+            writer_timeout, stop.get_token(), boost::asio::use_future)) {
+    REQUIRE(wait_until([&] { return writers->metrics().waits == 1; }));
   }
-  const auto name = unique_name("writer-first");
-  auto readers = backend().make_provider();
-  auto writers = backend().make_provider();
-  auto first_reader = readers->create_reader_writer_lock(name).acquire_read(10s);
+
+  // A reader of a fresh client, started once the writer waits.
+  pending_read later_reader() {
+    return later->create_reader_writer_lock(name).async_acquire_read(10s, {},
+                                                                     boost::asio::use_future);
+  }
+
+  const std::string name = unique_name("writer-first");
+  std::shared_ptr<dlock::provider> readers = backend().make_provider();
+  std::shared_ptr<dlock::provider> writers = backend().make_provider();
+  std::shared_ptr<dlock::provider> later = backend().make_provider();
   std::stop_source stop;
-  auto writer = writers->create_reader_writer_lock(name).async_acquire_write(
-      1h, stop.get_token(), boost::asio::use_future);
-  REQUIRE(wait_until([&] { return writers->metrics().waits == 1; }));
+  dlock::lock_handle first_reader;
+  pending_write writer;
+};
+
+void check_granted(pending_read& read) {
+  REQUIRE(read.wait_for(10s) == std::future_status::ready);
+  CHECK_NOTHROW(read.get());
+}
+
+}  // namespace
+
+TEST_CASE("a waiting writer holds back new readers until it is granted", "[contract][rw][fairness]") {
+  writer_behind_reader scene(1h);
   // The writer's queue entry may still be on its way: a reader let in before it is queued is
   // no starvation, one let in after it is.
   CHECK(wait_until([&] {
-    return !readers->create_reader_writer_lock(name).try_acquire_read().has_value();
+    return !scene.readers->create_reader_writer_lock(scene.name).try_acquire_read().has_value();
   }));
-  CHECK_FALSE(backend().make_provider()->create_reader_writer_lock(name).try_acquire_read());
+  // Neither a reader of another client nor one of the writer's own provider gets in.
+  CHECK_FALSE(backend().make_provider()->create_reader_writer_lock(scene.name).try_acquire_read());
+  CHECK_FALSE(scene.writers->create_reader_writer_lock(scene.name).try_acquire_read());
+  // A reader that waits is not let in beside the first reader either, nor before the writer.
+  auto later_reader = scene.later_reader();
+  REQUIRE(wait_until([&] { return scene.later->metrics().waits == 1; }));
+  CHECK(later_reader.wait_for(50ms) == std::future_status::timeout);
 
-  SECTION("the writer is granted once the readers before it are gone") {
-    first_reader.release();
-    REQUIRE(writer.wait_for(10s) == std::future_status::ready);
-    CHECK(writer.get());
-  }
-  SECTION("a writer that stops waiting no longer holds back new readers") {
-    stop.request_stop();
-    REQUIRE(writer.wait_for(10s) == std::future_status::ready);
-    CHECK_THROWS_AS(writer.get(), dlock::cancelled_error);
-    CHECK(readers->create_reader_writer_lock(name).try_acquire_read());
-  }
+  scene.first_reader.release();
+  REQUIRE(scene.writer.wait_for(10s) == std::future_status::ready);
+  auto written = scene.writer.get();
+  CHECK(later_reader.wait_for(50ms) == std::future_status::timeout);
+  written.release();
+  check_granted(later_reader);
+}
+
+TEST_CASE("a writer that stops waiting no longer holds back new readers",
+          "[contract][rw][fairness]") {
+  writer_behind_reader scene(1h);
+  CHECK(wait_until([&] {
+    return !scene.readers->create_reader_writer_lock(scene.name).try_acquire_read().has_value();
+  }));
+  auto later_reader = scene.later_reader();
+  REQUIRE(wait_until([&] { return scene.later->metrics().waits == 1; }));
+  scene.stop.request_stop();
+  REQUIRE(scene.writer.wait_for(10s) == std::future_status::ready);
+  CHECK_THROWS_AS(scene.writer.get(), dlock::cancelled_error);
+  check_granted(later_reader);
+  CHECK(scene.readers->create_reader_writer_lock(scene.name).try_acquire_read());
+}
+
+TEST_CASE("a writer whose wait timed out no longer holds back new readers",
+          "[contract][rw][fairness]") {
+  writer_behind_reader scene(300ms);
+  auto later_reader = scene.later_reader();
+  REQUIRE(scene.writer.wait_for(10s) == std::future_status::ready);
+  CHECK_THROWS_AS(scene.writer.get(), dlock::timeout_error);
+  check_granted(later_reader);
+  CHECK(scene.readers->create_reader_writer_lock(scene.name).try_acquire_read());
 }

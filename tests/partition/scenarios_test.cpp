@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <atomic>
 #include <future>
+#include <stop_token>
 #include <thread>
+#include <vector>
 
 #include <dlock/dlock.hpp>
 
@@ -224,6 +226,72 @@ TEST_CASE("a waiter cut off fails with connection_error within its bound, sync a
                       << describe(waited));
   CHECK(waited.how == outcome::connection_error);
   CHECK(waited.took <= s.promised.waiter_fails);
+}
+
+TEST_CASE("a stop request ends a wait within 100 ms while its servers are silent, sync and async",
+          "[partition][stop]") {
+  scenario s;
+  constexpr int waits = 5;
+  const bool async = GENERATE(false, true);
+  INFO((async ? "async_acquire" : "acquire"));
+  auto waiter = s.provider(net_path::a);
+  auto contender = s.provider(net_path::b);
+  std::vector<std::pair<std::shared_ptr<dlock::provider>, dlock::lock_handle>> held;
+  std::vector<std::stop_source> stops(waits);
+  std::vector<std::future<outcome>> waiting;
+  for (int i = 0; i < waits; ++i) {
+    const std::string name = "stopped-" + std::to_string(i);
+    held.push_back(s.hold_on_b(name));
+    const auto stop = stops[i].get_token();
+    if (async) {
+      auto future = waiter->create_lock(name).async_acquire(s.waiter_timeout(), stop,
+                                                             boost::asio::use_future);
+      waiting.push_back(std::async(std::launch::async, [future = std::move(future)]() mutable {
+        return run_acquire([&] { return std::optional(future.get()); }, clock_type::now());
+      }));
+    } else {
+      waiting.push_back(std::async(std::launch::async, [&s, &waiter, name, stop] {
+        return run_acquire(
+            [&] { return std::optional(waiter->create_lock(name).acquire(s.waiter_timeout(), stop)); },
+            clock_type::now());
+      }));
+    }
+  }
+  REQUIRE(support::wait_until([&] { return waiter->metrics().waits == waits; }, 10s));
+  auto cut = s.cut_off();
+  // One stop at a time, each measured on its own: nothing the server would say can help.
+  std::vector<outcome> stopped;
+  for (int i = 0; i < waits; ++i) {
+    const auto stopped_at = clock_type::now();
+    stops[i].request_stop();
+    stopped.push_back(waiting[i].get());
+    stopped.back().measure_from(stopped_at);
+  }
+  cut->heal();
+  // What the stopped waits left at the server does not keep the names from others for long.
+  for (auto& [provider, handle] : held) handle.release();
+  std::vector<outcome> after_heal;
+  for (int i = 0; i < waits; ++i) {
+    after_heal.push_back(run_acquire(
+        [&] {
+          return contender->create_lock("stopped-" + std::to_string(i))
+              .try_acquire(deadline(s.promised.granted_after));
+        },
+        clock_type::now()));
+  }
+
+  std::vector<milliseconds> took;
+  for (const outcome& o : stopped) {
+    INFO("a stopped wait: " << describe(o));
+    CHECK(o.how == outcome::cancelled);
+    took.push_back(o.took);
+  }
+  std::sort(took.begin(), took.end());
+  s.report(std::string(async ? "async " : "") + "waits stopped while cut off, the slowest",
+           took.back());
+  // One stop delayed by a loaded machine is not the backend waiting for its server.
+  CHECK(took[waits - 2] < 100ms);
+  for (const outcome& o : after_heal) check_granted_within(o, s.promised.granted_after);
 }
 
 TEST_CASE("a grant whose waiter was cut off does not block the name after the heal",

@@ -199,6 +199,29 @@ TEST_CASE("with plain keys a lock name that is another lock's fencing counter is
   REQUIRE(held);
 }
 
+TEST_CASE("in plain-key mode a reader-writer lock or semaphore is invalid_argument naming "
+          "plain_keys, and nothing reaches the server",
+          "[redis][plain]") {
+  auto plain = dlock::make_provider(url("plain_keys=true"));
+  const auto name = unique_name("plain-only-locks");
+  auto rw = plain->create_reader_writer_lock(name);
+  auto semaphore = plain->create_semaphore(name, 2);
+  CHECK_THROWS_WITH((void)rw.try_acquire_read(),
+                    Catch::Contains("plain_keys") && Catch::Contains(name));
+  CHECK_THROWS_AS((void)rw.acquire_write(10s), std::invalid_argument);
+  CHECK_THROWS_WITH((void)semaphore.try_acquire(),
+                    Catch::Contains("plain_keys") && Catch::Contains(name));
+  CHECK_THROWS_AS((void)semaphore.current_count(), std::invalid_argument);
+  auto async = semaphore.async_acquire(10s, {}, boost::asio::use_future);
+  REQUIRE(async.wait_for(10s) == std::future_status::ready);
+  CHECK_THROWS_AS(async.get(), std::invalid_argument);
+  CHECK(redis_cli({"KEYS", prefix() + "*" + name + "*"}).empty());
+  // The exclusive lock of the same provider, and a reader-writer lock of a provider without
+  // the option, work as ever.
+  CHECK(plain->create_lock(name).try_acquire());
+  CHECK(dlock::make_provider(url())->create_reader_writer_lock(name).try_acquire_read());
+}
+
 TEST_CASE("RedLock fencing tokens rise above a majority's counters when the counters diverge",
           "[redis][redlock]") {
   const std::string nodes = redis_test::redlock_endpoint();

@@ -72,28 +72,32 @@ class file_fixture final : public backend_fixture {
     std::filesystem::rename(replacement, path);
   }
 
-  // The flock(2) and counter locks on the name's lock file, semaphore file and slot files
-  // (docs/file.md); the files themselves stay unless remove_files is set.
+  // The flock(2) and counter locks on the name's lock file, writers file, semaphore file and
+  // slot files (docs/file.md); the files themselves stay unless remove_files is set.
   std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
     dlock::file::provider files({.directory = directory_.path()});
     const std::string lock_file = files.lock_file_path(name).filename().string();
-    const std::string semaphore_files =
-        lock_file.substr(0, lock_file.size() - std::string_view(".lock").size()) + ".semaphore";
+    const std::string base = lock_file.substr(0, lock_file.size() - std::string_view(".lock").size());
+    const std::string writers_file = base + ".writers";
+    const std::string semaphore_files = base + ".semaphore";
     std::vector<std::string> footprint;
     for (const auto& entry : std::filesystem::directory_iterator(directory_.path())) {
       const std::string file = entry.path().filename().string();
-      if (file != lock_file && !is_semaphore_file(file, semaphore_files)) continue;
+      if (file != lock_file && file != writers_file && !is_semaphore_file(file, semaphore_files)) {
+        continue;
+      }
       for (const std::string& lock : locks_on(entry.path())) footprint.push_back(file + " " + lock);
     }
     std::sort(footprint.begin(), footprint.end());
     return footprint;
   }
 
-  // A waiter tries with LOCK_NB and watches the directory: it holds nothing while it waits.
-  bool footprint_shows_waiters(dlock::primitive) const override { return false; }
-  bool checks_max_count_at_acquire() const override { return true; }
-  // flock(2) wakes waiters in no order: a reader gets in beside readers whoever waits.
-  bool prefers_writers() const override { return false; }
+  // A waiter tries with LOCK_NB and watches the directory: it holds nothing while it waits,
+  // except that a reader-writer waiter holds the writers file (a writer from its first try,
+  // a reader while it waits for a writer that holds the lock).
+  bool footprint_shows_waiters(dlock::primitive kind) const override {
+    return kind == dlock::primitive::reader_writer_lock;
+  }
 
   void acquire_from_unreachable_endpoint() override {
     // A directory below a regular file can never be created.

@@ -35,9 +35,6 @@ class memory_fixture final : public backend_fixture {
     return std::nullopt;
   }
   bool footprint_shows_waiters(dlock::primitive) const override { return false; }
-  bool checks_max_count_at_acquire() const override { return true; }
-  // Waiters are served in arrival order, a writer before the readers that came after it.
-  bool prefers_writers() const override { return true; }
 
  private:
   std::string domain_ = support::unique_name("contract");

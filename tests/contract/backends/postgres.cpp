@@ -103,11 +103,6 @@ class postgres_fixture final : public backend_fixture {
   bool footprint_shows_waiters(dlock::primitive kind) const override {
     return kind != dlock::primitive::semaphore;
   }
-  // The marker key tells current_count() about another max_count, but an acquire does not
-  // look at it yet: issue 20 (PostgreSQL checks max_count at acquire) lifts this.
-  bool checks_max_count_at_acquire() const override { return false; }
-  // PostgreSQL queues a shared request behind a waiting exclusive one.
-  bool prefers_writers() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {
     auto pg = std::make_shared<dlock::postgres::provider>(dlock::postgres::options{

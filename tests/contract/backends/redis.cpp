@@ -87,10 +87,6 @@ class redis_fixture final : public backend_fixture {
 
   // A waiting lock, writer, reader or semaphore subscribes to the name's release channel.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
-  bool checks_max_count_at_acquire() const override { return true; }
-  // A writer that waits queues itself (<key>:rw:waiting), and readers do not pass the queue; on
-  // RedLock a majority of nodes refuses them.
-  bool prefers_writers() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {
     auto locks = dlock::make_provider("redis://" + unreachable_endpoint());

@@ -64,9 +64,6 @@ class zookeeper_fixture final : public backend_fixture {
 
   // Every waiter queues a sequential node (a semaphore's while it holds the internal lock).
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
-  bool checks_max_count_at_acquire() const override { return true; }
-  // Curator's reader-writer layout: a reader waits for every write node queued before it.
-  bool prefers_writers() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {
     auto zk = std::make_shared<dlock::zookeeper::provider>(dlock::zookeeper::options{

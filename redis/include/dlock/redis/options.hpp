@@ -54,8 +54,10 @@ struct options {
   std::string key_prefix = "dlock:";
   /// Plain-key mode: the exclusive lock `name` is the plain key `<key_prefix><name>` holding
   /// a random value with an expiry, the key that `SET key value NX PX ms` makes, so dlock and
-  /// other clients that lock this way exclude each other. Reader-writer locks and semaphores
-  /// are unaffected.
+  /// other clients that lock this way exclude each other. It covers only the exclusive lock:
+  /// acquiring a reader-writer lock or a semaphore (or counting its slots) through a provider
+  /// in this mode throws std::invalid_argument, since neither could exclude such clients; use
+  /// a second provider without it for those.
   bool plain_keys = false;
   /// The connections' name in CLIENT LIST (CLIENT SETNAME), to find or end them there.
   std::string client_name = "dlock";
