@@ -13,7 +13,7 @@ set -euo pipefail
 
 # The client libraries of the networked backends are build dependencies: they are built by default.
 build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhiredis-dev libpqxx-dev
-                libzookeeper-mt-dev)
+                libzookeeper-mt-dev libssl-dev)
 server_packages=(redis-server redis-tools zookeeper default-jre-headless postgresql-15
                  postgresql-client-15 netcat-openbsd
                  iproute2 procps

@@ -8,10 +8,11 @@
 //   keys, scripts    where a name lives, and the Lua that makes each step atomic (eval: how
 //                    a script is sent); acquire_answer reads the acquire script's reply
 //   node             one server: command and subscriber connections, blocking pool
-//   connection, sync_connections, log_in, reply, asio_adapter   hiredis underneath
+//   connection, sync_connections, log_in, reply   RESP over a transport (hiredis formats and
+//                    parses); transport: TCP, TLS (tls_client), Unix sockets
 //
-// Threads: asynchronous Redis traffic runs on the backend's network thread (hiredis contexts
-// are not thread-safe): waiting acquires, the watchdog, RedLock fan-outs, releases from the
+// Threads: asynchronous Redis traffic runs on the backend's network thread (connections are
+// not thread-safe): waiting acquires, the watchdog, RedLock fan-outs, releases from the
 // network thread. On one server, a blocking acquire's first attempt and a release run on the
 // caller's thread over a pool of blocking connections instead. The provider's executor (core's
 // timers, completion handlers) is a second thread, io(), so a handler that blocks it delays no

@@ -1,10 +1,13 @@
 #include "connection.hpp"
 
-#include <boost/asio/post.hpp>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
+#include <array>
 
-#include "asio_adapter.hpp"
+#include <boost/asio/error.hpp>
+#include <boost/asio/post.hpp>
+#include <hiredis/hiredis.h>
+#include <hiredis/read.h>
+
+#include "transport.hpp"
 
 namespace dlock::redis::detail {
 
@@ -17,35 +20,30 @@ std::string milliseconds_text(std::chrono::nanoseconds duration) {
 
 }  // namespace
 
-struct connection::pending_command {
-  reply_handler done;
+/// What the transport reads into and writes from: held by pending operations as well, so that
+/// it outlives them even when the connection goes first.
+struct connection::buffers {
+  std::array<char, 16 * 1024> input;
+  std::string writing;
 };
 
+void connection::reader_deleter::operator()(redisReader* reader) const noexcept {
+  redisReaderFree(reader);
+}
+
 connection::connection(boost::asio::any_io_executor executor, const server_settings& settings,
-                       bool for_subscriptions, std::function<void()> on_down)
+                       std::function<void()> on_down, std::function<void(const reply&)> on_message)
     : executor_(executor),
       settings_(settings),
-      for_subscriptions_(for_subscriptions),
       on_down_(std::move(on_down)),
+      on_message_(std::move(on_message)),
       timeout_timer_(executor) {}
 
 connection::~connection() {
   closing_ = true;
+  alive_.reset();
   fail_waiting("the provider is shutting down");
-  if (context_ != nullptr) {
-    last_error_ = "the provider is shutting down";
-    redisAsyncContext* context = context_;
-    context_ = nullptr;
-    context->data = nullptr;
-    redisAsyncFree(context);
-  }
-}
-
-std::string connection::failure_text() const {
-  if (context_ != nullptr && context_->err != 0 && last_error_.empty()) {
-    return std::string("connection lost: ") + context_->errstr;
-  }
-  return last_error_.empty() ? std::string("connection closed") : last_error_;
+  if (transport_) transport_->close();
 }
 
 void connection::command(std::vector<std::string> arguments, reply_handler done) {
@@ -63,7 +61,7 @@ void connection::command(std::vector<std::string> arguments, reply_handler done)
       });
       return;
     }
-    send(arguments, &connection::on_reply, new pending_command{std::move(done)}, true);
+    send(arguments, std::move(done));
   });
   if (state_ == state::ready) {
     became_ready();
@@ -73,18 +71,16 @@ void connection::command(std::vector<std::string> arguments, reply_handler done)
 }
 
 void connection::subscription_command(std::vector<std::string> arguments,
-                                      void (*callback)(redisAsyncContext*, void*, void*),
-                                      void* privdata,
                                       std::function<void(const std::string&)> failed) {
   if (closing_) return;
-  waiting_.push_back([this, arguments = std::move(arguments), callback, privdata,
-                      failed = std::move(failed)](const std::string* failure) {
-    if (failure == nullptr) {
-      send(arguments, callback, privdata, false);
-    } else {
-      failed(*failure);
-    }
-  });
+  waiting_.push_back(
+      [this, arguments = std::move(arguments), failed = std::move(failed)](const std::string* failure) {
+        if (failure == nullptr) {
+          send(arguments, {});
+        } else {
+          failed(*failure);
+        }
+      });
   if (state_ == state::ready) {
     became_ready();
   } else if (state_ == state::down) {
@@ -92,44 +88,112 @@ void connection::subscription_command(std::vector<std::string> arguments,
   }
 }
 
-void connection::send(const std::vector<std::string>& arguments,
-                      void (*callback)(redisAsyncContext*, void*, void*), void* privdata,
-                      bool timed) {
+// A command without `done` (a subscription's) is not timed: its answers come as messages.
+void connection::send(const std::vector<std::string>& arguments, reply_handler done) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;
   for (const auto& argument : arguments) {
     argv.push_back(argument.data());
     lengths.push_back(argument.size());
   }
-  if (context_ == nullptr ||
-      redisAsyncCommandArgv(context_, callback, privdata, static_cast<int>(argv.size()),
-                            argv.data(), lengths.data()) != REDIS_OK) {
-    // Only a context that is being torn down refuses a command: answer like a lost one.
-    if (callback == &connection::on_reply) {
-      std::unique_ptr<pending_command> pending(static_cast<pending_command*>(privdata));
-      boost::asio::post(executor_, [done = std::move(pending->done),
-                                    why = failure_text()]() mutable {
-        done(command_result{.failure = why});
+  char* formatted = nullptr;
+  const int length = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), argv.data(),
+                                            lengths.data());
+  if (length < 0) {
+    if (done) {
+      boost::asio::post(executor_, [done = std::move(done)]() mutable {
+        done(command_result{.failure = "out of memory formatting a command"});
       });
     }
     return;
   }
-  if (timed) {
-    outstanding_.push_back(std::chrono::steady_clock::now());
+  output_.append(formatted, static_cast<std::size_t>(length));
+  redisFreeCommand(formatted);
+  if (done) {
+    awaited_.push_back({std::chrono::steady_clock::now(), std::move(done)});
     arm_timeout();
+  }
+  flush();
+}
+
+void connection::flush() {
+  if (write_in_flight_ || output_.empty() || !transport_ || state_ == state::connecting) return;
+  write_in_flight_ = true;
+  buffers_->writing.swap(output_);
+  output_.clear();
+  transport_->async_write(
+      boost::asio::buffer(buffers_->writing),
+      [this, alive = std::weak_ptr<bool>(alive_), t = transport_, b = buffers_](
+          const boost::system::error_code& error, std::size_t) {
+        if (alive.expired() || t != transport_) return;
+        write_in_flight_ = false;
+        if (error) {
+          drop("connection lost: " + t->failure_text(error));
+          return;
+        }
+        flush();
+      });
+}
+
+void connection::read() {
+  transport_->async_read_some(
+      boost::asio::buffer(buffers_->input),
+      [this, alive = std::weak_ptr<bool>(alive_), t = transport_, b = buffers_](
+          const boost::system::error_code& error, std::size_t bytes) {
+        if (alive.expired() || t != transport_) return;
+        if (error) {
+          drop(error == boost::asio::error::eof ? std::string("connection closed by the server")
+                                                : "connection lost: " + t->failure_text(error));
+          return;
+        }
+        received(bytes);
+        if (t == transport_) read();
+      });
+}
+
+// Hands every complete reply to the command waiting for it (or, on a subscriber connection, to
+// on_message). A handler may drop the connection: then the rest is not for anyone any more.
+void connection::received(std::size_t bytes) {
+  const std::shared_ptr<transport> current = transport_;
+  if (redisReaderFeed(reader_.get(), buffers_->input.data(), bytes) != REDIS_OK) {
+    drop(std::string("protocol error: ") + reader_->errstr);
+    return;
+  }
+  while (transport_ == current) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      drop(std::string("protocol error: ") + reader_->errstr);
+      return;
+    }
+    if (raw == nullptr) return;
+    reply value = copy_reply(*static_cast<redisReply*>(raw));
+    freeReplyObject(raw);
+    if (!awaited_.empty()) {
+      reply_handler done = std::move(awaited_.front().done);
+      awaited_.pop_front();
+      done(command_result{.value = std::move(value)});
+    } else if (on_message_) {
+      on_message_(value);
+    }
   }
 }
 
 void connection::arm_timeout() {
-  if (timer_armed_ || outstanding_.empty()) return;
+  if (timer_armed_ || awaited_.empty()) return;
   timer_armed_ = true;
-  timeout_timer_.expires_at(outstanding_.front() + settings_.command_timeout);
-  timeout_timer_.async_wait([this](const boost::system::error_code& error) {
+  timeout_timer_.expires_at(awaited_.front().sent + settings_.command_timeout);
+  timeout_timer_.async_wait([this, alive = std::weak_ptr<bool>(alive_)](
+                                const boost::system::error_code& error) {
+    // A cancelled wait is drop()'s, which disarmed the timer itself.
+    if (alive.expired() || error) return;
     timer_armed_ = false;
-    if (error || closing_) return;
-    if (!outstanding_.empty() &&
-        std::chrono::steady_clock::now() - outstanding_.front() >= settings_.command_timeout) {
-      drop("no reply within " + milliseconds_text(settings_.command_timeout));
+    if (closing_) return;
+    if (!awaited_.empty() &&
+        std::chrono::steady_clock::now() - awaited_.front().sent >= settings_.command_timeout) {
+      const std::string limit = milliseconds_text(settings_.command_timeout);
+      timed_out_ = true;
+      drop(state_ == state::connecting ? "cannot connect: no answer within " + limit
+                                       : "no reply within " + limit);
       return;
     }
     arm_timeout();
@@ -137,33 +201,39 @@ void connection::arm_timeout() {
 }
 
 void connection::connect() {
-  state_ = state::logging_in;
+  state_ = state::connecting;
   last_error_.clear();
-  redisAsyncContext* context = redisAsyncConnect(settings_.host.c_str(), settings_.port);
-  if (context == nullptr || context->err != 0) {
-    std::string why = "cannot connect: " + std::string(context ? context->errstr : "out of memory");
-    if (context != nullptr) redisAsyncFree(context);
-    state_ = state::down;
-    fail_waiting(why);
+  timed_out_ = false;
+  reader_.reset(redisReaderCreate());
+  buffers_ = std::make_shared<buffers>();
+  transport_ = make_transport(executor_, settings_);
+  if (!reader_) {
+    drop("cannot connect: out of memory");
     return;
   }
-  context->data = this;
-  if (!attach_to_asio(context, executor_)) {
-    redisAsyncFree(context);
-    state_ = state::down;
-    fail_waiting("cannot attach the connection to the network thread");
-    return;
-  }
-  context_ = context;
-  redisAsyncSetConnectCallback(context, &connection::on_connect);
-  redisAsyncSetDisconnectCallback(context, &connection::on_disconnect);
+  // Queued now, written once open: the log-in's timeout also bounds connecting.
   log_in();
+  transport_->async_open([this, alive = std::weak_ptr<bool>(alive_),
+                          t = transport_](std::string failure) {
+    if (alive.expired() || t != transport_) return;
+    opened(std::move(failure));
+  });
+}
+
+void connection::opened(std::string failure) {
+  if (!failure.empty()) {
+    drop("cannot connect: " + failure);
+    return;
+  }
+  state_ = state::logging_in;
+  read();
+  flush();
 }
 
 // Logging in goes before any other command, and nothing else is sent until it succeeded: with
 // ACL users, commands pipelined behind a refused AUTH would run as the default user.
 void connection::log_in() {
-  auto steps = log_in_steps(settings_, for_subscriptions_);
+  auto steps = log_in_steps(settings_, static_cast<bool>(on_message_));
   const std::size_t count = steps.size();
   for (std::size_t i = 0; i < count; ++i) {
     const bool last = i + 1 == count;
@@ -186,7 +256,7 @@ void connection::log_in() {
         became_ready();
       }
     };
-    send(steps[i].command, &connection::on_reply, new pending_command{std::move(step_done)}, true);
+    send(steps[i].command, std::move(step_done));
   }
 }
 
@@ -203,64 +273,29 @@ void connection::fail_waiting(const std::string& why) {
 }
 
 void connection::drop(const std::string& why) {
-  if (context_ == nullptr) return;
+  if (!transport_) return;
   last_error_ = why;
   const bool was_ready = state_ == state::ready;
-  redisAsyncContext* context = context_;
-  context_ = nullptr;
+  // Pending operations keep the transport and buffers; they complete as stale.
+  std::shared_ptr<transport> dropped = std::move(transport_);
+  dropped->close();
+  buffers_.reset();
   state_ = state::down;
-  outstanding_.clear();
+  write_in_flight_ = false;
+  output_.clear();
   timeout_timer_.cancel();
-  // Fails every command in flight (their callbacks run with no reply); inside a hiredis
-  // callback the free is deferred until it returns.
-  redisAsyncFree(context);
+  timer_armed_ = false;
+  // Like hiredis, every command in flight fails; not inside this call, which may come from one
+  // of their own handlers.
+  auto awaited = std::move(awaited_);
+  awaited_.clear();
+  for (auto& entry : awaited) {
+    boost::asio::post(executor_, [done = std::move(entry.done), why]() mutable {
+      done(command_result{.failure = why});
+    });
+  }
   fail_waiting(why);
   if (was_ready && on_down_) on_down_();
-}
-
-void connection::on_connect(const redisAsyncContext* context, int status) {
-  auto* self = static_cast<connection*>(context->data);
-  // A context dropped earlier may report after a new one took its place.
-  if (self == nullptr || status == REDIS_OK || self->context_ != context) return;
-  // hiredis frees the context after this; the log-in commands fail with this text.
-  self->last_error_ = std::string("cannot connect: ") + context->errstr;
-  self->context_ = nullptr;
-  self->state_ = state::down;
-  self->outstanding_.clear();
-  self->fail_waiting(self->last_error_);
-}
-
-void connection::on_disconnect(const redisAsyncContext* context, int) {
-  auto* self = static_cast<connection*>(context->data);
-  if (self == nullptr || self->context_ != context) return;
-  const bool was_ready = self->state_ == state::ready;
-  self->context_ = nullptr;
-  self->state_ = state::down;
-  self->outstanding_.clear();
-  self->timeout_timer_.cancel();
-  self->fail_waiting(self->last_error_.empty() ? "connection lost" : self->last_error_);
-  if (was_ready && self->on_down_) self->on_down_();
-}
-
-void connection::on_reply(redisAsyncContext* context, void* raw_reply, void* privdata) {
-  std::unique_ptr<pending_command> pending(static_cast<pending_command*>(privdata));
-  auto* self = static_cast<connection*>(context->data);
-  command_result result;
-  if (raw_reply == nullptr) {
-    if (self != nullptr && !self->last_error_.empty()) {
-      result.failure = self->last_error_;
-    } else if (context->err != 0) {
-      result.failure = std::string("connection lost: ") + context->errstr;
-    } else {
-      result.failure = "connection closed";
-    }
-  } else {
-    result.value = copy_reply(*static_cast<redisReply*>(raw_reply));
-  }
-  if (self != nullptr && self->context_ == context && !self->outstanding_.empty()) {
-    self->outstanding_.pop_front();
-  }
-  pending->done(std::move(result));
 }
 
 }  // namespace dlock::redis::detail

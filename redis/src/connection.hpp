@@ -1,10 +1,12 @@
-// Private to dlock::redis: one hiredis async connection to one server, on the backend's
-// network thread (hiredis contexts are not thread-safe).
+// Private to dlock::redis: one connection to one server over a transport (TCP, TLS, a Unix
+// socket), speaking RESP: commands formatted by hiredis, replies parsed by hiredis's reader.
+// Not thread-safe: every call and every handler is on the executor it was made with.
 #pragma once
 
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,18 +18,26 @@
 #include "log_in.hpp"
 #include "reply.hpp"
 
-struct redisAsyncContext;
+struct redisReader;
 
 namespace dlock::redis::detail {
 
-/// One hiredis async connection that (re)connects on demand, logs in (AUTH, SELECT, CLIENT
-/// SETNAME) before any other command is sent, and fails every command still waiting for a reply
-/// once the oldest has waited longer than the command timeout.
+class transport;
+
+/// A connection that (re)connects on demand, logs in (AUTH, SELECT, CLIENT SETNAME) before any
+/// other command is sent, pipelines what is sent while a write is under way, and fails every
+/// command still waiting for a reply once the oldest has waited longer than the command
+/// timeout (which also bounds connecting, the TLS handshake and logging in).
+///
+/// Replies are matched to commands in order. A subscriber connection (one made with
+/// `on_message`) hands every reply that no command waits for, the (un)subscription
+/// confirmations and the messages, to `on_message`.
 class connection {
  public:
-  /// `on_down` runs (on the network thread) each time an established connection is lost.
+  /// `on_down` runs (on the executor) each time an established connection is lost.
   connection(boost::asio::any_io_executor executor, const server_settings& settings,
-             bool for_subscriptions, std::function<void()> on_down);
+             std::function<void()> on_down = {},
+             std::function<void(const reply&)> on_message = {});
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -35,46 +45,64 @@ class connection {
   /// Sends `arguments` (connecting first if needed); `done` runs once, never inside this call.
   void command(std::vector<std::string> arguments, reply_handler done);
 
-  /// Sends a (UN)SUBSCRIBE whose replies and messages go to `callback` with `privdata`, as
-  /// hiredis routes subscription traffic (connecting first if needed). `failed` runs, maybe
-  /// inside this call, if it could not be sent (no connection, refused log-in).
+  /// Sends a (UN)SUBSCRIBE on a subscriber connection (connecting first if needed); what the
+  /// server answers goes to `on_message`. `failed` runs, maybe inside this call, if it could
+  /// not be sent (no connection, refused log-in).
   void subscription_command(std::vector<std::string> arguments,
-                            void (*callback)(redisAsyncContext*, void*, void*), void* privdata,
                             std::function<void(const std::string&)> failed);
 
   /// Drops the connection now: every command waiting for a reply fails with `why`.
   void drop(const std::string& why);
 
+  /// Whether the last loss was a reply (or connection) not coming in time, rather than a
+  /// refusal or a closed connection.
+  bool timed_out() const noexcept { return timed_out_; }
+
  private:
-  enum class state { down, logging_in, ready };
-  struct pending_command;
+  enum class state { down, connecting, logging_in, ready };
+  struct awaited_reply {
+    std::chrono::steady_clock::time_point sent;
+    reply_handler done;
+  };
+  struct buffers;
+  struct reader_deleter {
+    void operator()(redisReader* reader) const noexcept;
+  };
 
   void connect();
+  void opened(std::string failure);
   void log_in();
   void became_ready();
   void fail_waiting(const std::string& why);
-  void send(const std::vector<std::string>& arguments, void (*callback)(redisAsyncContext*, void*, void*),
-            void* privdata, bool timed);
+  void send(const std::vector<std::string>& arguments, reply_handler done);
+  void flush();
+  void read();
+  void received(std::size_t bytes);
   void arm_timeout();
-  std::string failure_text() const;
-
-  static void on_connect(const redisAsyncContext* context, int status);
-  static void on_disconnect(const redisAsyncContext* context, int status);
-  static void on_reply(redisAsyncContext* context, void* raw_reply, void* privdata);
 
   boost::asio::any_io_executor executor_;
   const server_settings& settings_;
-  bool for_subscriptions_;
   std::function<void()> on_down_;
-  redisAsyncContext* context_ = nullptr;
+  std::function<void(const reply&)> on_message_;
+  /// Null while down. Pending operations hold it too, and tell a stale completion (of a
+  /// transport dropped since) by comparing.
+  std::shared_ptr<transport> transport_;
+  std::shared_ptr<buffers> buffers_;
+  std::unique_ptr<redisReader, reader_deleter> reader_;
   state state_ = state::down;
   std::string last_error_;
   bool closing_ = false;
+  bool timed_out_ = false;
+  bool write_in_flight_ = false;
+  /// Commands formatted but not yet written (they go in one write once the current one ends).
+  std::string output_;
   /// Sends to make once logged in; called with the failure instead if logging in fails.
   std::vector<dlock::detail::unique_function<void(const std::string* failure)>> waiting_;
-  std::deque<std::chrono::steady_clock::time_point> outstanding_;
+  std::deque<awaited_reply> awaited_;
   boost::asio::steady_timer timeout_timer_;
   bool timer_armed_ = false;
+  /// Expires with the connection, so that a completion queued before never touches it.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace dlock::redis::detail

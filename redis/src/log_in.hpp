@@ -4,16 +4,22 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace dlock::redis::detail {
 
+class tls_client;
+
 /// How to reach and log in to one server.
 struct server_settings {
   std::string host;
   std::uint16_t port = 6379;
+  std::string unix_socket;  ///< when set, reached over this Unix socket instead of host:port
+  /// TLS over TCP when set (shared by every connection of the provider); null: plain.
+  std::shared_ptr<tls_client> tls;
   std::string user;                     ///< ACL user; empty: the default user
   std::optional<std::string> password;  ///< never shown in any message
   int database = 0;

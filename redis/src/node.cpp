@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include <boost/asio/post.hpp>
-#include <hiredis/async.h>
-#include <hiredis/hiredis.h>
+
+#include "transport.hpp"
 
 namespace dlock::redis::detail {
 
@@ -17,9 +17,11 @@ using clock = std::chrono::steady_clock;
 node::node(boost::asio::any_io_executor executor, server_settings settings, heartbeat beat)
     : executor_(executor),
       settings_(std::move(settings)),
-      endpoint_(settings_.host + ":" + std::to_string(settings_.port)),
-      commands_(executor, settings_, false, {}),
-      subscriber_(executor, settings_, true, [this] { subscriber_down(); }),
+      endpoint_(endpoint_text(settings_)),
+      commands_(executor, settings_),
+      subscriber_(
+          executor, settings_, [this] { subscriber_down(); },
+          [this](const reply& message) { subscription_reply(message); }),
       blocking_(settings_),
       heartbeat_(std::move(beat)),
       heartbeat_timer_(executor) {}
@@ -32,7 +34,7 @@ void node::drop(const std::string& why) {
 }
 
 void node::send_subscription(const char* verb, const std::string& name) {
-  subscriber_.subscription_command({verb, name}, &node::on_subscription_reply, this,
+  subscriber_.subscription_command({verb, name},
                                    [this, name](const std::string&) { subscription_failed(name); });
 }
 
@@ -66,11 +68,6 @@ void node::notify(std::vector<std::shared_ptr<channel_listener>> listeners, chan
   boost::asio::post(executor_, [listeners = std::move(listeners), event] {
     for (const auto& listener : listeners) listener->on_channel_event(event);
   });
-}
-
-void node::on_subscription_reply(redisAsyncContext* context, void* raw_reply, void* privdata) {
-  if (raw_reply == nullptr || context->data == nullptr) return;  // lost: subscriber_down()
-  static_cast<node*>(privdata)->subscription_reply(copy_reply(*static_cast<redisReply*>(raw_reply)));
 }
 
 void node::subscription_reply(const reply& message) {
@@ -163,8 +160,8 @@ void node::beat() {
     return;
   }
   heartbeat_sent_ = now;
-  subscriber_.subscription_command({"SUBSCRIBE", heartbeat_.channel}, &node::on_subscription_reply,
-                                   this, [this](const std::string&) { heartbeat_sent_.reset(); });
+  subscriber_.subscription_command({"SUBSCRIBE", heartbeat_.channel},
+                                   [this](const std::string&) { heartbeat_sent_.reset(); });
   arm_heartbeat(now + settings_.command_timeout);
 }
 

@@ -32,7 +32,8 @@ class channel_listener {
 
 /// How the subscriber connection proves it is alive while it carries channels: every `every`
 /// it subscribes again to `channel` (a channel of its own that nobody publishes on; the server
-/// answers a repeated SUBSCRIBE, and hiredis routes that answer, where it would drop a PING's).
+/// answers a repeated SUBSCRIBE with a confirmation, which reaches the subscriber's handler
+/// like any other).
 struct heartbeat {
   std::string channel;
   std::chrono::nanoseconds every;
@@ -51,7 +52,7 @@ class node {
   node(boost::asio::any_io_executor executor, server_settings settings, heartbeat beat);
   ~node();
 
-  /// "host:port", for messages.
+  /// "host:port" (or the Unix socket's path), for messages.
   const std::string& endpoint() const noexcept { return endpoint_; }
   const server_settings& settings() const noexcept { return settings_; }
 
@@ -87,7 +88,6 @@ class node {
     std::vector<std::shared_ptr<channel_listener>> listeners;
   };
 
-  static void on_subscription_reply(redisAsyncContext* context, void* raw_reply, void* privdata);
   void subscription_reply(const reply& message);
   void subscriber_down();
   void subscription_failed(const std::string& channel);

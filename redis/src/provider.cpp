@@ -42,39 +42,79 @@ int parse_database(const provider_url& url) {
   return database;
 }
 
+tls_verify parse_tls_verify(const std::string& text) {
+  if (text == "full") return tls_verify::full;
+  if (text == "ca") return tls_verify::ca;
+  if (text == "none") return tls_verify::none;
+  throw std::invalid_argument("dlock: redis URL option tls_verify must be full, ca or none, not '" +
+                              text + "'");
+}
+
+void take_tls_options(provider_url& url, tls_options& tls) {
+  if (auto value = url.take_option("tls_ca")) tls.ca_file = *value;
+  if (auto value = url.take_option("tls_ca_dir")) tls.ca_dir = *value;
+  if (auto value = url.take_option("tls_cert")) tls.cert_file = *value;
+  if (auto value = url.take_option("tls_key")) tls.key_file = *value;
+  if (auto value = url.take_option("tls_server_name")) tls.server_name = *value;
+  if (auto value = url.take_option("tls_verify")) tls.verify = parse_tls_verify(*value);
+}
+
+/// The servers of a redis:// or rediss:// URL (several: RedLock), or of a redis+unix:// URL
+/// (its path), and the database (the path of the first, an option of the second).
+void take_servers(provider_url& url, options& opts) {
+  if (url.scheme == "redis+unix") {
+    if (!url.hosts.empty() || url.path.empty() || url.path == "/") {
+      throw std::invalid_argument("dlock: redis URL '" + url.redacted() +
+                                  "' names no socket; use redis+unix:///run/redis/redis.sock");
+    }
+    opts.servers.push_back(server{.host = {}, .unix_socket = url.path});
+    if (auto value = url.take_option("database")) {
+      provider_url database_path = url;
+      database_path.path = "/" + *value;
+      opts.database = parse_database(database_path);
+    }
+    return;
+  }
+  if (url.hosts.empty()) {
+    throw std::invalid_argument("dlock: redis URL '" + url.redacted() + "' names no host; use " +
+                                url.scheme + "://host:6379");
+  }
+  for (const auto& host : url.hosts) {
+    opts.servers.push_back(server{.host = host.host, .port = host.port.value_or(6379)});
+  }
+  opts.database = parse_database(url);
+}
+
+void take_duration(provider_url& url, std::string_view key, std::chrono::nanoseconds& into) {
+  if (auto value = url.take_option(key)) into = parse_duration(key, *value);
+}
+
+std::shared_ptr<dlock::provider> make_from_url(provider_url url) {
+  options opts;
+  take_servers(url, opts);
+  opts.tls.enabled = url.scheme == "rediss";
+  take_tls_options(url, opts.tls);
+  opts.user = url.user;
+  opts.password = url.password;
+  take_duration(url, "expiry", opts.expiry);
+  take_duration(url, "extend_every", opts.extend_every);
+  take_duration(url, "command_timeout", opts.command_timeout);
+  take_duration(url, "release_timeout", opts.release_timeout);
+  if (auto value = url.take_option("prefix")) opts.key_prefix = *value;
+  if (auto value = url.take_option("client_name")) opts.client_name = *value;
+  if (auto value = url.take_option("plain_keys")) {
+    opts.plain_keys = parse_bool("plain_keys", *value);
+  }
+  url.reject_unknown_options();
+  return std::make_shared<provider>(std::move(opts));
+}
+
 }  // namespace
 
 void register_scheme() {
-  dlock::register_scheme("redis", [](provider_url url) -> std::shared_ptr<dlock::provider> {
-    if (url.hosts.empty()) {
-      throw std::invalid_argument("dlock: redis URL '" + url.redacted() +
-                                  "' names no host; use redis://host:6379");
-    }
-    options opts;
-    for (const auto& host : url.hosts) {
-      opts.servers.push_back(server{.host = host.host, .port = host.port.value_or(6379)});
-    }
-    opts.user = url.user;
-    opts.password = url.password;
-    opts.database = parse_database(url);
-    if (auto value = url.take_option("expiry")) opts.expiry = parse_duration("expiry", *value);
-    if (auto value = url.take_option("extend_every")) {
-      opts.extend_every = parse_duration("extend_every", *value);
-    }
-    if (auto value = url.take_option("command_timeout")) {
-      opts.command_timeout = parse_duration("command_timeout", *value);
-    }
-    if (auto value = url.take_option("release_timeout")) {
-      opts.release_timeout = parse_duration("release_timeout", *value);
-    }
-    if (auto value = url.take_option("prefix")) opts.key_prefix = *value;
-    if (auto value = url.take_option("client_name")) opts.client_name = *value;
-    if (auto value = url.take_option("plain_keys")) {
-      opts.plain_keys = parse_bool("plain_keys", *value);
-    }
-    url.reject_unknown_options();
-    return std::make_shared<provider>(std::move(opts));
-  });
+  dlock::register_scheme("redis", &make_from_url);
+  dlock::register_scheme("rediss", &make_from_url);
+  dlock::register_scheme("redis+unix", &make_from_url);
 }
 
 }  // namespace dlock::redis

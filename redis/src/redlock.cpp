@@ -5,6 +5,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "eval.hpp"
+#include "tls_client.hpp"
 
 namespace dlock::redis::detail {
 
@@ -65,18 +66,22 @@ clock::time_point valid_until(clock::time_point sent, std::chrono::nanoseconds e
 
 node_set::node_set(boost::asio::any_io_executor executor, const options& opts)
     : executor_(executor), expiry_(opts.expiry), command_timeout_(opts.command_timeout) {
+  // One TLS context for every connection to every node: the files are read once.
+  const auto tls = opts.tls.enabled ? std::make_shared<tls_client>(opts.tls) : nullptr;
   for (const auto& s : opts.servers) {
-    if (!endpoint_.empty()) endpoint_ += ',';
-    endpoint_ += s.host + ":" + std::to_string(s.port);
     nodes_.push_back(std::make_unique<node>(
         executor_, server_settings{.host = s.host,
                                    .port = s.port,
+                                   .unix_socket = s.unix_socket,
+                                   .tls = tls,
                                    .user = opts.user,
                                    .password = opts.password,
                                    .database = opts.database,
                                    .command_timeout = opts.command_timeout,
                                    .client_name = opts.client_name},
         heartbeat{.channel = opts.key_prefix + "heartbeat", .every = opts.expiry / 3}));
+    if (!endpoint_.empty()) endpoint_ += ',';
+    endpoint_ += nodes_.back()->endpoint();
   }
 }
 

@@ -1,96 +1,68 @@
 #include "sync_connections.hpp"
 
-#include <cerrno>
+#include <optional>
 
-#include <hiredis/hiredis.h>
+#include <boost/asio/io_context.hpp>
+
+#include "connection.hpp"
 
 namespace dlock::redis::detail {
 
-namespace {
+struct sync_connections::pooled {
+  explicit pooled(const server_settings& settings) : link(io.get_executor(), settings) {}
 
-timeval to_timeval(std::chrono::nanoseconds duration) {
-  const auto micro = std::chrono::duration_cast<std::chrono::microseconds>(duration).count();
-  return timeval{.tv_sec = static_cast<time_t>(micro / 1000000),
-                 .tv_usec = static_cast<suseconds_t>(micro % 1000000)};
-}
-
-/// Runs one command on a blocking context.
-command_result run_blocking(redisContext* context, const std::vector<std::string>& arguments) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  for (const auto& argument : arguments) {
-    argv.push_back(argument.data());
-    lengths.push_back(argument.size());
+  /// Sends `arguments` and runs the io_context until the reply or the failure came: the
+  /// connection's own timeout bounds the wait.
+  command_result run(const std::vector<std::string>& arguments) {
+    std::optional<command_result> result;
+    link.command(arguments, [&result](command_result r) { result = std::move(r); });
+    io.restart();
+    while (!result) io.run_one();
+    return std::move(*result);
   }
-  auto* raw = static_cast<redisReply*>(redisCommandArgv(
-      context, static_cast<int>(argv.size()), argv.data(), lengths.data()));
-  if (raw == nullptr) {
-    return command_result{.failure = std::string("connection lost: ") + context->errstr};
-  }
-  command_result result{.value = copy_reply(*raw)};
-  freeReplyObject(raw);
-  return result;
-}
 
-}  // namespace
-
-sync_connections::~sync_connections() {
-  for (redisContext* context : idle_) redisFree(context);
-}
-
-redisContext* sync_connections::connect(std::string& failure) {
-  redisContext* context = redisConnectWithTimeout(settings_.host.c_str(), settings_.port,
-                                                  to_timeval(settings_.command_timeout));
-  if (context == nullptr || context->err != 0) {
-    failure = "cannot connect: " + std::string(context ? context->errstr : "out of memory");
-    if (context != nullptr) redisFree(context);
-    return nullptr;
+  /// Takes in what happened while it lay idle (the server closed it: then it reconnects).
+  void catch_up() {
+    io.restart();
+    io.poll();
   }
-  redisSetTimeout(context, to_timeval(settings_.command_timeout));
-  for (const auto& step : log_in_steps(settings_, false)) {
-    command_result result = run_blocking(context, step.command);
-    if (result.failure || result.value.is_error()) {
-      failure = result.failure ? *result.failure : step.failure + ": " + result.value.text;
-      redisFree(context);
-      return nullptr;
-    }
-  }
-  return context;
-}
+
+  boost::asio::io_context io{1};
+  connection link;  // after io: destroyed before it
+};
+
+sync_connections::sync_connections(const server_settings& settings) : settings_(settings) {}
+
+sync_connections::~sync_connections() = default;
 
 command_result sync_connections::command(const std::vector<std::string>& arguments) {
-  redisContext* context = nullptr;
+  std::unique_ptr<pooled> taken;
   {
     std::lock_guard lock(mutex_);
     if (!idle_.empty()) {
-      context = idle_.back();
+      taken = std::move(idle_.back());
       idle_.pop_back();
     }
   }
-  if (context != nullptr) {
-    command_result result = run_blocking(context, arguments);
-    if (!result.failure) {
-      std::lock_guard lock(mutex_);
-      idle_.push_back(context);
+  if (taken) {
+    taken->catch_up();
+    command_result result = taken->run(arguments);
+    // A connection closed while idle (CLIENT KILL, a server restart, an idle timeout) is found
+    // out only now: try once more on a new one. A timeout is not retried, so that a hung
+    // server costs one command timeout, not two.
+    if (!result.failure || taken->link.timed_out()) {
+      if (!result.failure) {
+        std::lock_guard lock(mutex_);
+        idle_.push_back(std::move(taken));
+      }
       return result;
     }
-    // An idle connection may have been closed meanwhile (CLIENT KILL, a server restart, an
-    // idle timeout): then try once more on a new one. A timeout is not retried, so that a hung
-    // server costs one command timeout, not two.
-    const bool closed = context->err == REDIS_ERR_EOF ||
-                        (context->err == REDIS_ERR_IO && (errno == ECONNRESET || errno == EPIPE));
-    redisFree(context);
-    if (!closed) return result;
   }
-  std::string failure;
-  context = connect(failure);
-  if (context == nullptr) return command_result{.failure = failure};
-  command_result result = run_blocking(context, arguments);
-  if (result.failure) {
-    redisFree(context);
-  } else {
+  taken = std::make_unique<pooled>(settings_);
+  command_result result = taken->run(arguments);
+  if (!result.failure) {
     std::lock_guard lock(mutex_);
-    idle_.push_back(context);
+    idle_.push_back(std::move(taken));
   }
   return result;
 }

@@ -1,7 +1,7 @@
-// Private to dlock::redis: a pool of blocking connections to one server, for the caller's
-// thread (any thread).
+// Private to dlock::redis: a pool of connections for the caller's thread (any thread).
 #pragma once
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -9,16 +9,17 @@
 #include "log_in.hpp"
 #include "reply.hpp"
 
-struct redisContext;
-
 namespace dlock::redis::detail {
 
-/// Blocking connections for the caller's thread, kept in a pool: a blocking acquire's first
-/// attempt and a release on one server go there directly instead of through the network
-/// thread, which saves two thread hops on the uncontended path.
+/// Connections for the caller's thread, kept in a pool: a blocking acquire's first attempt and
+/// a release on one server go there directly instead of through the network thread, which
+/// saves two thread hops on the uncontended path.
+///
+/// Each is the backend's ordinary connection (the same transports, log-in and timeouts) on an
+/// io_context of its own, which the calling thread runs until its reply came.
 class sync_connections {
  public:
-  explicit sync_connections(const server_settings& settings) : settings_(settings) {}
+  explicit sync_connections(const server_settings& settings);
   ~sync_connections();
   sync_connections(const sync_connections&) = delete;
   sync_connections& operator=(const sync_connections&) = delete;
@@ -28,11 +29,11 @@ class sync_connections {
   command_result command(const std::vector<std::string>& arguments);
 
  private:
-  redisContext* connect(std::string& failure);
+  struct pooled;
 
   const server_settings& settings_;
   std::mutex mutex_;
-  std::vector<redisContext*> idle_;
+  std::vector<std::unique_ptr<pooled>> idle_;
 };
 
 }  // namespace dlock::redis::detail

@@ -12,6 +12,24 @@ std::chrono::nanoseconds positive_or(std::chrono::nanoseconds value,
   return value > std::chrono::nanoseconds::zero() ? value : fallback;
 }
 
+void validate_tls(const tls_options& tls) {
+  const bool any_file = !tls.ca_file.empty() || !tls.ca_dir.empty() || !tls.cert_file.empty() ||
+                        !tls.key_file.empty() || !tls.server_name.empty();
+  if (!tls.enabled && (any_file || tls.verify != tls_verify::full)) {
+    throw std::invalid_argument(
+        "dlock: redis options: tls settings are given but tls.enabled is false (use rediss://)");
+  }
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    throw std::invalid_argument(std::string("dlock: redis options: tls ") +
+                                (tls.cert_file.empty() ? "key_file needs a cert_file"
+                                                       : "cert_file needs a key_file"));
+  }
+  if (tls.server_name.find_first_of(" \t\r\n/") != std::string::npos) {
+    throw std::invalid_argument("dlock: redis options: tls server_name '" + tls.server_name +
+                                "' is not a host name");
+  }
+}
+
 }  // namespace
 
 options validated(options opts) {
@@ -19,11 +37,24 @@ options validated(options opts) {
     throw std::invalid_argument("dlock: redis options: servers must name at least one server");
   }
   for (const auto& s : opts.servers) {
+    if (!s.unix_socket.empty()) {
+      if (!s.host.empty()) {
+        throw std::invalid_argument("dlock: redis options: server '" + s.host +
+                                    "' has both a host and a unix_socket");
+      }
+      if (opts.tls.enabled) {
+        throw std::invalid_argument(
+            "dlock: redis options: tls over the Unix socket '" + s.unix_socket +
+            "' is not supported (a local socket needs no encryption)");
+      }
+      continue;
+    }
     if (s.host.empty()) throw std::invalid_argument("dlock: redis options: a server has no host");
     if (s.port == 0) {
       throw std::invalid_argument("dlock: redis options: server '" + s.host + "' has port 0");
     }
   }
+  validate_tls(opts.tls);
   if (opts.expiry < std::chrono::milliseconds(10)) {
     throw std::invalid_argument("dlock: redis options: expiry must be at least 10ms");
   }

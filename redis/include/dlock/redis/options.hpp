@@ -1,5 +1,6 @@
 // dlock/redis/options.hpp: dlock::redis::options, what a Redis provider is told: its servers
-// (one, or N for RedLock), log-in, lease timing, key layout and error hook.
+// (one, or N for RedLock) and how to reach them (TCP, TLS, a Unix socket), log-in, lease
+// timing, key layout and error hook.
 #pragma once
 
 #include <chrono>
@@ -13,10 +14,39 @@
 
 namespace dlock::redis {
 
-/// One server's address.
+/// One server's address: a host and port, or the path of a Unix socket.
 struct server {
   std::string host;
   std::uint16_t port = 6379;
+  /// The server's Unix socket (e.g. "/run/redis/redis-server.sock"); when set, `host` must be
+  /// empty and the port is unused.
+  std::string unix_socket;
+};
+
+/// What a TLS client checks of the server's certificate.
+enum class tls_verify {
+  full,  ///< the chain up to a trusted CA, and the host name (or IP address) it was given for
+  ca,    ///< the chain only: any certificate the CA signed is accepted, whatever its name
+  none,  ///< nothing: encryption without authentication (a man in the middle goes unnoticed)
+};
+
+/// TLS to every server (Redis's `tls-port`). Files are PEM; they are read when the provider
+/// connects, and a file that cannot be read, like a certificate that fails verification, is a
+/// connection_error naming the server and OpenSSL's reason.
+struct tls_options {
+  /// Speak TLS (a `rediss://` URL). Not with Unix sockets.
+  bool enabled = false;
+  /// The CA certificates that may sign the server's certificate, in one file, or in a
+  /// directory prepared with `openssl rehash`. Neither: the system's trusted CAs.
+  std::string ca_file;
+  std::string ca_dir;
+  /// The client's certificate (chain) and private key, for servers that ask for one (mutual
+  /// TLS, Redis's `tls-auth-clients`). Both or neither.
+  std::string cert_file;
+  std::string key_file;
+  /// The name sent in SNI and checked against the certificate; empty: the server's host.
+  std::string server_name;
+  tls_verify verify = tls_verify::full;
 };
 
 /// Options of a Redis provider; validated by the provider's constructor, which throws
@@ -31,6 +61,8 @@ struct options {
   /// One server, or N >= 2 independent servers for RedLock (an odd N, 3 or 5, is the useful
   /// choice: a grant needs a majority). Required.
   std::vector<server> servers;
+  /// TLS to every server; off by default.
+  tls_options tls;
   /// ACL user (empty: the default user) and password, used on every server. The password
   /// never appears in a message.
   std::string user;

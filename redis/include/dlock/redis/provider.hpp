@@ -46,11 +46,13 @@ class provider : public dlock::provider {
   std::shared_ptr<detail::redis_backend> backend_;
 };
 
-/// Registers the `redis://` scheme with dlock::make_provider:
-/// `redis://[user:password@]host[:port][,host[:port]...][/db][?options]` with options
-/// expiry=30s, extend_every=10s, command_timeout=5s, release_timeout=5s, prefix=dlock:,
-/// plain_keys=false, client_name=dlock.
-/// Several hosts mean RedLock.
+/// Registers the Redis schemes with dlock::make_provider:
+/// - `redis://[user:password@]host[:port][,host[:port]...][/db][?options]`, plain TCP;
+/// - `rediss://...` the same over TLS, with the options tls_ca, tls_ca_dir, tls_cert, tls_key,
+///   tls_server_name and tls_verify=full|ca|none (options::tls);
+/// - `redis+unix:///path/to/redis.sock[?database=N&options]`, a Unix socket;
+/// and for all of them expiry=30s, extend_every=10s, command_timeout=5s, release_timeout=5s,
+/// prefix=dlock:, plain_keys=false, client_name=dlock. Several hosts mean RedLock.
 void register_scheme();
 
 }  // namespace dlock::redis
