@@ -2,7 +2,7 @@
 
 #include <sys/socket.h>
 
-#include <cmath>
+#include <cerrno>
 #include <mutex>
 
 #include <boost/asio/post.hpp>
@@ -139,13 +139,7 @@ void mariadb_connection::connected(bool ok) {
 
 void mariadb_connection::execute(std::string sql, query_handler done) {
   if (broken()) {
-    boost::asio::post(executor_, [done = std::move(done)]() mutable {
-      query_result r;
-      r.connection_broken = true;
-      r.error = CR_SERVER_LOST;
-      r.message = "the connection is closed";
-      done(std::move(r));
-    });
+    fail_later(std::move(done), "the connection is closed");
     return;
   }
   queue_.push_back({std::move(sql), std::move(done)});
@@ -153,7 +147,12 @@ void mariadb_connection::execute(std::string sql, query_handler done) {
 }
 
 void mariadb_connection::send_next() {
-  if (running_ || queue_.empty() || state_ != state::ready) return;
+  if (running_ || state_ != state::ready) return;
+  if (queue_.empty()) {
+    watch_idle();
+    return;
+  }
+  ++wait_generation_;  // ends the idle watch
   running_ = std::move(queue_.front());
   queue_.pop_front();
   collected_ = {};
@@ -161,6 +160,37 @@ void mariadb_connection::send_next() {
                                             running_->sql.size());
   drive(status, [this](int ready) { return mysql_real_query_cont(&int_return_, mysql_, ready); },
         [this] { query_sent(int_return_); });
+}
+
+// An idle connection expects nothing from the server: a readable socket means it closed the
+// connection (KILL, wait_timeout, shutdown), which the holders must hear now, not at the next
+// keepalive.
+void mariadb_connection::watch_idle() {
+  const int fd = mysql_get_socket(mysql_);
+  if (fd < 0) return;
+  if (!socket_ || socket_->native_handle() != fd) {
+    drop_descriptor();
+    socket_.emplace(executor_, fd);
+  }
+  const std::uint64_t generation = ++wait_generation_;
+  socket_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                      [weak = weak_from_this(), generation](boost::system::error_code ec) {
+                        auto self = weak.lock();
+                        if (ec || !self || self->broken() || self->running_ ||
+                            generation != self->wait_generation_) {
+                          return;
+                        }
+                        // Connector/C may have read what woke us already: only an end of
+                        // file or unasked-for bytes mean the server spoke.
+                        char byte;
+                        if (::recv(self->socket_->native_handle(), &byte, 1,
+                                   MSG_PEEK | MSG_DONTWAIT) < 0 &&
+                            (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+                          self->watch_idle();
+                          return;
+                        }
+                        self->fail("the server closed the connection", true);
+                      });
 }
 
 bool mariadb_connection::failed_from_client() const {
@@ -250,15 +280,17 @@ void mariadb_connection::fail_statements(const std::string& message) {
   running_.reset();
   for (auto& s : queue_) failed.push_back(std::move(s));
   queue_.clear();
-  for (auto& s : failed) {
-    boost::asio::post(executor_, [done = std::move(s.done), message]() mutable {
-      query_result r;
-      r.connection_broken = true;
-      r.error = CR_SERVER_LOST;
-      r.message = message;
-      done(std::move(r));
-    });
-  }
+  for (auto& s : failed) fail_later(std::move(s.done), message);
+}
+
+void mariadb_connection::fail_later(query_handler done, const std::string& message) {
+  boost::asio::post(executor_, [done = std::move(done), message]() mutable {
+    query_result r;
+    r.connection_broken = true;
+    r.error = CR_SERVER_LOST;
+    r.message = message;
+    done(std::move(r));
+  });
 }
 
 void mariadb_connection::fail(const std::string& message, bool after_established) {

@@ -81,6 +81,8 @@ class mariadb_connection : public std::enable_shared_from_this<mariadb_connectio
   void drive(int status, resume next, std::function<void()> finished);
   void connected(bool ok);
   void send_next();
+  void watch_idle();
+  void fail_later(query_handler done, const std::string& message);
   void query_sent(int error);
   void store_next();
   void stored(::st_mysql_res* result);
