@@ -38,6 +38,12 @@ if(DLOCK_TEST_ZOOKEEPER_INCLUDE_DIR AND DLOCK_TEST_ZOOKEEPER_LIBRARY
   target_compile_definitions(dlock_test_zookeeper_client INTERFACE THREADED)
 endif()
 
+# MariaDB (dlock::mysql): the fixture mariadb_server, and the client its tests use.
+if(PkgConfig_FOUND)
+  pkg_check_modules(dlock_test_mariadb IMPORTED_TARGET libmariadb)
+endif()
+set(DLOCK_TEST_SERVER_MARIADB ${dlock_test_mariadb_FOUND})
+
 set(DLOCK_TEST_SERVER_REDIS ${dlock_test_hiredis_FOUND})
 set(DLOCK_TEST_SERVER_POSTGRES ${dlock_test_pqxx_FOUND})
 set(DLOCK_TEST_SERVER_ZOOKEEPER OFF)
@@ -72,6 +78,12 @@ foreach(server IN ITEMS redis postgres zookeeper)
     message(STATUS "dlock: ${server} server tests skipped: ${dlock_test_missing_library_${server}} not found")
   endif()
 endforeach()
+
+if(DLOCK_TEST_SERVER_MARIADB)
+  dlock_add_test_server_fixture(mariadb)
+else()
+  message(STATUS "dlock: mariadb server tests skipped: MariaDB Connector/C (apt-get install libmariadb-dev) not found")
+endif()
 
 # The partition set: another Redis/RedLock, PostgreSQL and ZooKeeper (standalone and ensemble),
 # inside a network namespace, each reachable over two paths that tests cut and heal

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real Redis, PostgreSQL 15 and ZooKeeper servers on 127.0.0.1 for dlock's tests, on free ports, in
+# Real Redis, PostgreSQL 15, ZooKeeper and MariaDB servers on 127.0.0.1 for dlock's tests, on free ports, in
 # one state directory; or, with --partition-set, another set of them inside a network namespace
 # whose paths a test can cut (scripts/partition-net.sh). See docs/testing.md for the workflow;
 # `test-servers.sh help` for the commands.
@@ -17,14 +17,14 @@ readonly port_low=15000
 readonly port_span=17000
 readonly port_attempts=3
 readonly postgres_bin=${DLOCK_POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
-readonly all_groups=(redis postgres zookeeper)
+readonly all_groups=(redis postgres zookeeper mariadb)
 
 usage() {
   cat <<'EOF'
 usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-set] COMMAND [ARGS]
 
-  start [--owner NAME] [redis|postgres|zookeeper ...]   start (default: all); reuse healthy ones
-  stop [--owner NAME] [redis|postgres|zookeeper ...]    stop (default: all; with --owner only
+  start [--owner NAME] [redis|postgres|zookeeper|mariadb ...]  start (default: all); reuse healthy ones
+  stop [--owner NAME] [redis|postgres|zookeeper|mariadb ...]   stop (default: all; with --owner only
                                                          the groups that NAME started)
   status                                                one line per server; exit 3 if any is down
   env                                                   print the endpoints file
@@ -33,9 +33,10 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
   shutdown ID                                           stop gracefully, no restart
   kill ID                                               SIGKILL, no restart
   kill-connections ID [NAME_GLOB]                       end clients' connections (Redis client
-                                                         name / Postgres application_name)
+                                                         name / Postgres application_name /
+                                                         MariaDB user)
 
-  IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3
+  IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3 mariadb
   The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
   else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
 
@@ -82,6 +83,7 @@ group_members() {
     redis) echo redis redlock1 redlock2 redlock3 ;;
     postgres) echo postgres ;;
     zookeeper) echo zookeeper zk1 zk2 zk3 ;;
+    mariadb) echo mariadb ;;
     *) return 1 ;;
   esac
 }
@@ -91,11 +93,12 @@ group_of() {
     redis | redlock[123]) echo redis ;;
     postgres) echo postgres ;;
     zookeeper | zk[123]) echo zookeeper ;;
+    mariadb) echo mariadb ;;
     *) return 1 ;;
   esac
 }
 
-require_group() { group_members "$1" >/dev/null || die "unknown server group '$1' (redis, postgres, zookeeper)"; }
+require_group() { group_members "$1" >/dev/null || die "unknown server group '$1' (redis, postgres, zookeeper, mariadb)"; }
 require_server_id() { group_of "$1" >/dev/null || die "unknown server id '$1' (see: $0 help)"; }
 
 server_dir() { echo "$state_dir/$1"; }
@@ -145,6 +148,7 @@ process_is_server() {
     redis) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
     postgres) [[ $cmdline == *postgres*"$(server_dir "$id")/data"* ]] ;;
     zookeeper) [[ $cmdline == *QuorumPeerMain*"$(server_dir "$id")/zoo.cfg"* ]] ;;
+    mariadb) [[ $cmdline == *mariadbd*"$(server_dir "$id")/data"* ]] ;;
   esac
 }
 
@@ -242,6 +246,11 @@ postgres_answers() {
     -d dlock_test -c 'select 1' 2>/dev/null)" == 1 ]]
 }
 
+mariadb_answers() {
+  [[ "$("${in_netns[@]}" timeout 5 mariadb --no-defaults -h 127.0.0.1 -P "$(server_port "$1")" -u dlock -pdlock \
+    -N -B -e 'select 1' dlock_test 2>/dev/null)" == 1 ]]
+}
+
 # Prints the `Mode:` of a ZooKeeper server from its `srvr` four-letter word; fails when it does not
 # serve (a member without quorum says "not currently serving requests").
 zookeeper_mode() {
@@ -258,6 +267,7 @@ server_answers() {
   case "$(group_of "$1")" in
     redis) redis_answers "$1" ;;
     postgres) postgres_answers "$1" ;;
+    mariadb) mariadb_answers "$1" ;;
     zookeeper)
       mode=$(zookeeper_mode "$1") || return 1
       if is_ensemble_member "$1"; then
@@ -384,6 +394,24 @@ launch_zookeeper() {
   echo $! >"$dir/pid"
 }
 
+# MariaDB: a throwaway server, so durability is traded for speed; named locks need no tables.
+# It runs as the invoking user (root may run it with --user=root).
+mariadb_socket() { cat "$(server_dir mariadb)/socket_path"; }
+
+launch_mariadb() {
+  local dir bind user=()
+  dir=$(server_dir mariadb)
+  bind=$(listen_addresses mariadb | tr ' ' ,)
+  ((EUID == 0)) && user=(--user=root)
+  setsid "${in_netns[@]}" /usr/sbin/mariadbd --no-defaults "${user[@]}" --datadir="$dir/data" \
+    --bind-address="$bind" --port="$(server_port mariadb)" --socket="$(mariadb_socket)" \
+    --pid-file="$dir/mariadbd.pid" --skip-log-bin --skip-name-resolve --performance-schema=OFF \
+    --innodb-buffer-pool-size=32M --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 \
+    --max-connections=1000 --plugin-load-add=metadata_lock_info \
+    </dev/null >>"$dir/server.log" 2>&1 9>&- &
+  echo $! >"$dir/pid"
+}
+
 launch_server() {
   stat -c %s "$(server_log "$1")" >"$(server_dir "$1")/log_offset" 2>/dev/null ||
     echo 0 >"$(server_dir "$1")/log_offset"
@@ -391,6 +419,7 @@ launch_server() {
     redis) launch_redis "$1" ;;
     postgres) launch_postgres ;;
     zookeeper) launch_zookeeper "$1" ;;
+    mariadb) launch_mariadb ;;
   esac
 }
 
@@ -486,6 +515,49 @@ EOF
   return 1
 }
 
+init_mariadb_datadir() {
+  local dir socket_path
+  dir=$(server_dir mariadb)
+  # A Unix socket path is limited to 107 bytes; a deep state directory gets one under $TMPDIR.
+  socket_path=$dir/mariadbd.sock
+  if ((${#socket_path} > 100)); then
+    socket_path=$(mktemp -d "${TMPDIR:-/tmp}/dlock-mariadb.XXXXXX")/mariadbd.sock
+  fi
+  echo "$socket_path" >"$dir/socket_path"
+  local user=()
+  ((EUID == 0)) && user=(--user=root)
+  if ! mariadb-install-db --no-defaults "${user[@]}" --datadir="$dir/data" --skip-test-db \
+    --auth-root-authentication-method=normal >"$dir/install-db.log" 2>&1; then
+    say "mariadb-install-db failed"
+    tail -n 20 "$dir/install-db.log" | sed 's/^/  install-db| /' >&2
+    return 1
+  fi
+}
+
+root_mariadb() {
+  mariadb --no-defaults -S "$(mariadb_socket)" -u root -N -B "$@"
+}
+
+# Creates user dlock (password dlock) and database dlock_test once the server accepts
+# connections on its socket. Succeeds without doing so when the server died or hangs:
+# wait_until_answers then says why.
+create_mariadb_test_database() {
+  local deadline=$((SECONDS + ready_deadline_seconds))
+  until root_mariadb -e 'select 1' >/dev/null 2>&1; do
+    process_alive "$(recorded_pid mariadb)" || return 0
+    ((SECONDS < deadline)) || return 0
+    sleep 0.1
+  done
+  root_mariadb >>"$(server_log mariadb)" 2>&1 <<'EOF' && return 0
+create user if not exists 'dlock'@'%' identified by 'dlock';
+create database if not exists dlock_test;
+grant all on dlock_test.* to 'dlock'@'%';
+EOF
+  say "creating user dlock and database dlock_test failed"
+  show_log_tail mariadb
+  return 1
+}
+
 write_zookeeper_config() {
   local id=$1 dir member
   dir=$(server_dir "$id")
@@ -551,6 +623,9 @@ write_partition_group_env() {
         echo "export DLOCK_PARTITION_ZOOKEEPER_$upper=zookeeper://$(path_hosts "$path" zookeeper)"
         echo "export DLOCK_PARTITION_ZOOKEEPER_ENSEMBLE_$upper=zookeeper://$(path_hosts "$path" zk1 zk2 zk3)"
         ;;
+      mariadb)
+        echo "export DLOCK_PARTITION_MARIADB_$upper=mysql://dlock:dlock@$(path_hosts "$path" mariadb)/dlock_test"
+        ;;
     esac
   done
 }
@@ -576,6 +651,10 @@ write_group_env() {
       ports=("$(server_port zk1)" "$(server_port zk2)" "$(server_port zk3)")
       printf 'export DLOCK_TEST_ZOOKEEPER=zookeeper://127.0.0.1:%s\n' "$(server_port zookeeper)"
       printf 'export DLOCK_TEST_ZOOKEEPER_ENSEMBLE=zookeeper://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      ;;
+    mariadb)
+      printf 'export DLOCK_TEST_MARIADB=mysql://dlock:dlock@127.0.0.1:%s/dlock_test\n' "$(server_port mariadb)"
+      printf 'export DLOCK_TEST_MARIADB_SOCKET=%s\n' "$(mariadb_socket)"
       ;;
   esac >"$(group_env_file "$group").tmp"
   mv "$(group_env_file "$group").tmp" "$(group_env_file "$group")"
@@ -641,6 +720,10 @@ remove_group() {
     socket_dir=$(postgres_socket_dir)
     [[ $socket_dir == "$(server_dir postgres)/socket" ]] || rm -rf "$socket_dir"
   fi
+  if [[ $group == mariadb && -f "$(server_dir mariadb)/socket_path" ]]; then
+    socket_dir=$(dirname "$(mariadb_socket)")
+    [[ $socket_dir == "$(server_dir mariadb)" ]] || rm -rf "$socket_dir"
+  fi
   for id in $(group_members "$group"); do
     rm -rf "$(server_dir "$id")"
   done
@@ -654,6 +737,9 @@ start_group_fresh() {
   read -r -a ids <<<"$(group_members "$group")"
   if [[ $group == postgres ]]; then
     init_postgres_cluster || return 1
+  fi
+  if [[ $group == mariadb ]]; then
+    init_mariadb_datadir || return 1
   fi
   for ((attempt = 1; attempt <= port_attempts; attempt++)); do
     if ((attempt > 1)); then
@@ -671,6 +757,9 @@ start_group_fresh() {
     status=0
     if [[ $group == postgres ]]; then
       create_postgres_test_database || status=1
+    fi
+    if [[ $group == mariadb ]]; then
+      create_mariadb_test_database || status=1
     fi
     if ((status == 0)); then
       wait_until_all_answer "${ids[@]}" || status=$?
@@ -717,6 +806,11 @@ check_group_prerequisites() {
     zookeeper)
       command -v java >/dev/null || die "java not found: apt-get install default-jre-headless"
       zookeeper_classpath >/dev/null
+      ;;
+    mariadb)
+      if [[ ! -x /usr/sbin/mariadbd ]] || ! command -v mariadb-install-db >/dev/null || ! command -v mariadb >/dev/null; then
+        die "mariadbd, mariadb-install-db or mariadb not found: apt-get install mariadb-server mariadb-client (or scripts/setup-debian.sh --servers)"
+      fi
       ;;
   esac
 }
@@ -974,6 +1068,16 @@ command_kill_connections() {
         # With a timeout, pg_terminate_backend waits until the backend has exited.
         killed=$(superuser_psql -c \
           "select count(*) filter (where pg_terminate_backend(pid, 5000)) from unnest('{${ids//$'\n'/,}}'::int[]) as pid")
+      fi
+      ;;
+    mariadb)
+      ids=$(root_mariadb -e "select id, user from information_schema.processlist where user <> 'root' and user <> 'system user' and id <> connection_id()" |
+        ids_with_name_matching "$glob")
+      killed=0
+      if [[ -n $ids ]]; then
+        mapfile -t id_list <<<"$ids"
+        root_mariadb -e "$(printf 'kill connection %s; ' "${id_list[@]}")" 2>/dev/null || true
+        killed=${#id_list[@]}
       fi
       ;;
     zookeeper) die "kill-connections is not available for ZooKeeper; use pause, restart or kill" ;;

@@ -1,0 +1,211 @@
+#include "acquire.hpp"
+
+#include <algorithm>
+
+#include <boost/asio/post.hpp>
+
+#include "backend.hpp"
+#include "lease.hpp"
+#include "statements.hpp"
+
+namespace dlock::mysql::detail {
+
+namespace {
+
+// What one connection holds at most once: a name per primitive (every mode and slot of it).
+std::string resource_of(const acquire_request& r) {
+  switch (r.kind) {
+    case primitive::lock: return "L" + r.name;
+    case primitive::reader_writer_lock: return "W" + r.name;
+    case primitive::semaphore: return "S" + r.name;
+  }
+  return {};
+}
+
+bool writes(const acquire_request& r) {
+  return r.kind == primitive::reader_writer_lock && r.mode == lock_mode::exclusive;
+}
+
+}  // namespace
+
+mysql_acquire::mysql_acquire(std::shared_ptr<mysql_backend> backend, acquire_request request,
+                             acquire_completion done)
+    : backend_(std::move(backend)), request_(std::move(request)), done_(std::move(done)),
+      resource_(resource_of(request_)), timer_(backend_->executor()) {
+  // Waiters of one semaphore spread over its slots.
+  if (request_.kind == primitive::semaphore) {
+    next_slot_ = static_cast<std::uint32_t>(
+        reinterpret_cast<std::uintptr_t>(this) / sizeof(void*) % request_.max_count);
+  }
+}
+
+void mysql_acquire::start() {
+  session_ = backend_->sessions().session_for_attempt(resource_);
+  session_->attempting.insert(resource_);
+  session_->connection->execute(
+      attempt_sql(request_, backend_->token(), {}), [self = shared_from_this()](query_result r) {
+        // Answered: from here the grant (if any) is in the books, or the session is free of it.
+        auto& attempting = self->session_->attempting;
+        attempting.erase(attempting.find(self->resource_));
+        self->attempted(std::move(r));
+      });
+}
+
+void mysql_acquire::cancel() noexcept {
+  try {
+    boost::asio::post(backend_->executor(), [self = shared_from_this()] { self->stop(); });
+  } catch (...) {
+  }
+}
+
+// The first attempt, on a shared connection.
+void mysql_acquire::attempted(query_result r) {
+  if (!r.ok()) {
+    if (!r.connection_broken) {
+      // A statement that failed half-way may have taken some of the name's locks.
+      session_->connection->execute(release_sql(request_, std::nullopt), [](query_result) {});
+    }
+    complete(backend_->failure(r, request_.name), nullptr);
+    return;
+  }
+  if (auto token = r.value(1)) {
+    grant(static_cast<std::uint32_t>(std::stoul(r.value(0).value_or("0"))), std::stoull(*token));
+    return;
+  }
+  if (stopped_ || !request_.wait) {
+    complete(nullptr, nullptr);
+    return;
+  }
+  backend_->events().acquire_waiting();
+  session_ = backend_->sessions().session_for_wait();
+  own_session_ = true;
+  // A reader that found the gate free but every slot taken has nothing to wait at.
+  if (request_.kind == primitive::reader_writer_lock && !writes(request_) &&
+      r.value(2) == std::optional<std::string>("1")) {
+    pause_before_waiting();
+    return;
+  }
+  wait();
+}
+
+void mysql_acquire::grant(std::uint32_t slot, std::uint64_t token) {
+  const auto unlock =
+      release_sql(request_, writes(request_) ? std::nullopt : std::optional(slot));
+  auto granted = std::make_unique<mysql_lease>(backend_, session_, unlock, token);
+  granted->attach(backend_->sessions().add_grant(
+      *session_, {resource_, checked_name(request_, slot), granted->lost_signal()}));
+  if (own_session_) backend_->sessions().unreserve(session_);
+  complete(nullptr, std::move(granted));
+}
+
+// GET_LOCK until the deadline (semaphores and readers: a slice of semaphore_retry), on the
+// reserved connection.
+void mysql_acquire::wait() {
+  phase_ = phase::waiting;
+  auto limit = std::chrono::nanoseconds(wait_forever);
+  if (request_.deadline != std::chrono::steady_clock::time_point::max()) {
+    limit = std::max<std::chrono::nanoseconds>(
+        request_.deadline - std::chrono::steady_clock::now(), std::chrono::milliseconds(1));
+  }
+  const bool sliced = request_.kind == primitive::semaphore;
+  if (sliced) limit = std::min(limit, backend_->settings().semaphore_retry);
+  const std::uint32_t slot = next_slot_;
+  if (sliced) next_slot_ = (next_slot_ + 1) % request_.max_count;
+  session_->connection->execute(
+      attempt_sql(request_, backend_->token(), limit, slot),
+      [self = shared_from_this()](query_result r) { self->waited(std::move(r)); });
+}
+
+void mysql_acquire::waited(query_result r) {
+  if (kill_sent_) {
+    // Our KILL may land after this statement ended, on whatever runs next, and a grant may
+    // have won the race: closing the connection settles both.
+    end_wait();
+    complete(nullptr, nullptr);
+    return;
+  }
+  if (!r.ok()) {
+    end_wait();
+    complete(backend_->failure(r, request_.name), nullptr);
+    return;
+  }
+  if (auto token = r.value(1)) {
+    grant(static_cast<std::uint32_t>(std::stoul(r.value(0).value_or("0"))), std::stoull(*token));
+    return;
+  }
+  const bool deadline_passed = request_.deadline != std::chrono::steady_clock::time_point::max() &&
+                               std::chrono::steady_clock::now() >= request_.deadline;
+  if (stopped_ || deadline_passed) {
+    backend_->sessions().unreserve(session_);
+    complete(nullptr, nullptr);
+    return;
+  }
+  if (request_.kind == primitive::reader_writer_lock && !writes(request_)) {
+    pause_before_waiting();  // past the gate, but every reader slot was taken
+    return;
+  }
+  wait();
+}
+
+// Readers when all reader slots are taken: a slot frees without telling anyone who waits
+// elsewhere, so try again after semaphore_retry.
+void mysql_acquire::pause_before_waiting() {
+  phase_ = phase::pausing;
+  timer_.expires_after(backend_->settings().semaphore_retry);
+  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!ec && self && self->phase_ == phase::pausing) self->wait();
+  });
+}
+
+void mysql_acquire::stop() {
+  if (phase_ == phase::done || stopped_) return;
+  stopped_ = true;
+  if (phase_ == phase::pausing) {
+    timer_.cancel();
+    backend_->sessions().unreserve(session_);
+    complete(nullptr, nullptr);
+    return;
+  }
+  if (phase_ == phase::waiting) kill_wait();
+  // attempting: the attempt's answer comes soon and completes.
+}
+
+// KILL QUERY from another connection ends the server's wait at once (GET_LOCK returns NULL).
+// A server that answers neither (paused, unreachable) gets connect_timeout, after which the
+// waiting connection is given up: the server drops its wait, or frees what it granted,
+// within its server_lease.
+void mysql_acquire::kill_wait() {
+  const std::uint64_t target = session_->connection->thread_id();
+  if (target == 0) {
+    // Still connecting: nothing was sent, so closing the connection is clean.
+    end_wait();
+    complete(nullptr, nullptr);
+    return;
+  }
+  kill_sent_ = true;
+  backend_->sessions().session_for_attempt("")->connection->execute(kill_query_sql(target),
+                                                                    [](query_result) {});
+  timer_.expires_after(backend_->settings().connect_timeout);
+  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!ec && self && self->phase_ != phase::done) {
+      self->session_->connection->abandon("no answer within connect_timeout after a stop");
+    }
+  });
+}
+
+void mysql_acquire::end_wait() {
+  session_->reserved = false;
+  session_->connection->close();
+}
+
+void mysql_acquire::complete(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  if (phase_ == phase::done) return;
+  phase_ = phase::done;
+  timer_.cancel();
+  auto done = std::move(done_);
+  done(std::move(error), std::move(granted));
+}
+
+}  // namespace dlock::mysql::detail

@@ -1,0 +1,138 @@
+#include "backend.hpp"
+
+#include <stdexcept>
+
+#include <boost/asio/post.hpp>
+#include <errmsg.h>
+#include <mysqld_error.h>
+
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/errors.hpp>
+
+#include "acquire.hpp"
+#include "keepalive.hpp"
+#include "lock_name.hpp"
+#include "statements.hpp"
+
+namespace dlock::mysql::detail {
+
+namespace {
+
+std::string invalid(const char* field, const std::string& what) {
+  return std::string("dlock: mysql: options.") + field + " " + what;
+}
+
+std::string endpoint_of(const options& opts) {
+  if (!opts.host.empty() && opts.host.front() == '/') return opts.host;
+  const bool v6 = opts.host.find(':') != std::string::npos;
+  return (v6 ? "[" + opts.host + "]" : opts.host) + ":" + std::to_string(opts.port);
+}
+
+}  // namespace
+
+mysql_backend::mysql_backend(options opts)
+    : options_(std::move(opts)), endpoint_(endpoint_of(options_)) {
+  using std::chrono::nanoseconds;
+  auto require_positive = [](nanoseconds value, const char* field) {
+    if (value <= nanoseconds::zero()) throw std::invalid_argument(invalid(field, "must be positive"));
+  };
+  if (options_.host.empty()) throw std::invalid_argument(invalid("host", "is empty"));
+  require_positive(options_.connect_timeout, "connect_timeout");
+  require_positive(options_.keepalive, "keepalive");
+  require_positive(options_.semaphore_retry, "semaphore_retry");
+  require_positive(options_.release_timeout, "release_timeout");
+  if (options_.server_lease < nanoseconds::zero()) {
+    throw std::invalid_argument(invalid("server_lease", "is negative"));
+  }
+  if (options_.server_lease == nanoseconds::zero()) options_.server_lease = 2 * options_.keepalive;
+  if (options_.server_lease < options_.keepalive * 3 / 2) {
+    throw std::invalid_argument(invalid(
+        "server_lease", "must be at least 1.5 x keepalive (the client's lost bound)"));
+  }
+  if (options_.server_lease > std::chrono::hours(24 * 365)) {
+    throw std::invalid_argument(invalid("server_lease", "is longer than a year"));
+  }
+  validate_fencing_sequence(options_.fencing_sequence);
+  if (!options_.fencing_sequence.empty() && options_.database.empty() &&
+      options_.fencing_sequence.find('.') == std::string::npos) {
+    throw std::invalid_argument(invalid(
+        "database", "is empty: the fencing sequence needs a database (or fencing_sequence "
+                    "as schema.name, or empty for no fencing tokens)"));
+  }
+  token_ = token_expression(options_.fencing_sequence);
+}
+
+mysql_backend::~mysql_backend() {
+  io().stop();
+  if (pool_) pool_->close_all();
+}
+
+void mysql_backend::start() {
+  std::weak_ptr<mysql_backend> weak = weak_from_this();
+  pool_ = std::make_shared<session_pool>(
+      io().executor(), options_, endpoint_, server_lease_sql(options_.server_lease),
+      [weak](mariadb_connection& connection) {
+        if (auto self = weak.lock()) self->connection_opened(connection);
+      });
+  keepalive_ = std::make_shared<keepalive>(io().executor(), pool_, options_.keepalive);
+  keepalive_->start();
+}
+
+std::shared_ptr<acquire_operation> mysql_backend::start_acquire(acquire_request request,
+                                                                acquire_completion done) {
+  if (request.kind == primitive::semaphore && request.max_count > max_semaphore_slots) {
+    throw std::invalid_argument(message(
+        "max_count " + std::to_string(request.max_count) + " of semaphore '" +
+        naming::quote_for_message(request.name) + "' exceeds " +
+        std::to_string(max_semaphore_slots)));
+  }
+  auto op = std::make_shared<mysql_acquire>(shared_from_this(), std::move(request),
+                                            std::move(done));
+  // start() only queues a statement, whose result always comes later, so `done` never runs
+  // inside this call.
+  if (io().running_in_this_thread()) {
+    op->start();
+  } else {
+    boost::asio::post(io().executor(), [op] { op->start(); });
+  }
+  return op;
+}
+
+// Every new connection first makes sure the fencing sequence exists, until one has. Without
+// the privilege to create it, an attempt fails naming the missing sequence.
+void mysql_backend::connection_opened(mariadb_connection& connection) {
+  if (options_.fencing_sequence.empty() || fencing_sequence_created_) return;
+  connection.execute(
+      create_sequence_sql(options_.fencing_sequence),
+      [weak = weak_from_this(), sequence = options_.fencing_sequence](query_result r) {
+        auto backend = weak.lock();
+        if (!backend) return;
+        if (r.ok()) {
+          backend->fencing_sequence_created_ = true;
+        } else if (!r.connection_broken) {
+          backend->events().background_error(std::make_exception_ptr(dlock::error(
+              backend->message("cannot create the fencing sequence " + sequence + " (" +
+                               r.message +
+                               "); create it once with CREATE SEQUENCE and grant SELECT, "
+                               "INSERT on it to the lock users"))));
+        }
+      });
+}
+
+std::exception_ptr mysql_backend::failure(const query_result& result,
+                                          std::string_view name) const {
+  const unsigned e = result.error;
+  if (result.connection_broken || (e >= CR_MIN_ERROR && e <= CR_MAX_ERROR) ||
+      e == ER_ACCESS_DENIED_ERROR || e == ER_DBACCESS_DENIED_ERROR || e == ER_BAD_DB_ERROR ||
+      e == ER_CON_COUNT_ERROR || e == ER_SERVER_SHUTDOWN) {
+    return std::make_exception_ptr(connection_error(message(result.message, name)));
+  }
+  if (e == ER_LOCK_DEADLOCK) {
+    return std::make_exception_ptr(
+        deadlock_error(message("deadlock detected waiting (" + result.message + ")", name)));
+  }
+  return std::make_exception_ptr(
+      dlock::error(message("error " + std::to_string(e) + ": " + result.message, name)));
+}
+
+}  // namespace dlock::mysql::detail

@@ -1,0 +1,64 @@
+// Private to dlock::mysql: the backend behind dlock::mysql::provider.
+//
+// Where to start: mysql_acquire (acquire.hpp) is one acquire from attempt to grant; it takes
+// connections from the session_pool, which a keepalive probes; a grant is a mysql_lease; the
+// SQL is in statements.hpp, the server names in lock_name.hpp, and every connection is a
+// mariadb_connection over Connector/C's non-blocking calls.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <dlock/core/backend/backend.hpp>
+#include <dlock/mysql/options.hpp>
+
+#include "connection.hpp"
+#include "session_pool.hpp"
+
+namespace dlock::mysql::detail {
+
+class keepalive;
+
+/// The pool of connections and its keepalive. All its state lives on the io thread;
+/// start_acquire and releases post there.
+class mysql_backend final : public dlock::backend,
+                            public std::enable_shared_from_this<mysql_backend> {
+ public:
+  /// Throws std::invalid_argument for a bad option (naming it).
+  explicit mysql_backend(options opts);
+  ~mysql_backend() override;
+
+  std::string_view scheme() const noexcept override { return "mysql"; }
+  std::string endpoint() const override { return endpoint_; }
+  std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
+                                                   acquire_completion done) override;
+
+  /// Makes the pool and starts its keepalive. Connects nothing yet.
+  void start() override;
+
+  const options& settings() const noexcept { return options_; }
+  /// NEXTVAL(sequence), or 0 without fencing.
+  const std::string& token() const noexcept { return token_; }
+
+  /// The error an acquire of `name` fails with for `result`.
+  std::exception_ptr failure(const query_result& result, std::string_view name) const;
+
+  // io thread only:
+  session_pool& sessions() noexcept { return *pool_; }
+
+ private:
+  options options_;
+  std::string endpoint_;
+  void connection_opened(mariadb_connection& connection);
+
+  std::string token_;
+  bool fencing_sequence_created_ = false;  // io thread
+  std::shared_ptr<session_pool> pool_;
+  std::shared_ptr<keepalive> keepalive_;
+};
+
+}  // namespace dlock::mysql::detail

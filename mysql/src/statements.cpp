@@ -1,0 +1,200 @@
+#include "statements.hpp"
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "lock_name.hpp"
+
+namespace dlock::mysql::detail {
+
+namespace {
+
+std::string quoted(const std::string& server_name) { return "'" + server_name + "'"; }
+
+std::string seconds(std::chrono::nanoseconds duration) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f",
+                std::chrono::duration<double>(std::max(duration, std::chrono::nanoseconds{}))
+                    .count());
+  return text;
+}
+
+std::string lock_name(const acquire_request& r) {
+  return quoted(server_name(name_space::lock, r.name));
+}
+std::string gate(const acquire_request& r) {
+  return quoted(server_name(name_space::writer_gate, r.name));
+}
+std::string reader(const acquire_request& r, std::uint32_t slot) {
+  return quoted(server_name(name_space::reader_slot, r.name, slot));
+}
+std::string semaphore_slot(const acquire_request& r, std::uint32_t slot) {
+  return quoted(server_name(name_space::semaphore_slot, r.name, slot));
+}
+
+bool writes(const acquire_request& r) {
+  return r.kind == primitive::reader_writer_lock && r.mode == lock_mode::exclusive;
+}
+
+// The first of `count` slots that GET_LOCK(..., 0) grants, or NULL.
+template <typename Slot>
+std::string first_free(std::uint32_t count, Slot slot) {
+  std::string sql = "CASE";
+  for (std::uint32_t i = 0; i < count; ++i) {
+    sql += " WHEN GET_LOCK(" + slot(i) + ", 0) = 1 THEN " + std::to_string(i);
+  }
+  return sql + " END";
+}
+
+// The batch's last statement: the slot and, when `granted`, the fencing token. NEXTVAL opens
+// the sequence, which holds a metadata lock on it until the statement ends; in a statement of
+// its own it is never held through a wait (a waiting statement would block CREATE SEQUENCE
+// and any other DDL on it for as long as it waits).
+std::string finish(const std::string& slot, const std::string& granted, const std::string& token,
+                   const std::string& extra = {}) {
+  return "; SELECT IF(" + granted + ", " + slot + ", NULL), IF(" + granted + ", " + token +
+         ", NULL)" + extra;
+}
+
+std::string reader_attempt(const acquire_request& r, const std::string& token,
+                           std::chrono::nanoseconds wait) {
+  const auto slot = [&](std::uint32_t i) { return reader(r, i); };
+  if (wait > std::chrono::nanoseconds::zero()) {
+    // Behind the writer gate: a waiting writer holds it, so readers queue behind writers.
+    return "SELECT @dlock_gate := GET_LOCK(" + gate(r) + ", " + seconds(wait) +
+           "); SELECT @dlock_slot := IF(@dlock_gate = 1, " + first_free(reader_slots, slot) +
+           ", NULL); DO RELEASE_LOCK(" + gate(r) + ")" +
+           finish("@dlock_slot", "@dlock_slot IS NOT NULL", token, ", 1");
+  }
+  // A slot, kept only while no writer holds or waits at the gate.
+  std::string give_back = "CASE @dlock_slot";
+  for (std::uint32_t i = 0; i < reader_slots; ++i) {
+    give_back += " WHEN " + std::to_string(i) + " THEN RELEASE_LOCK(" + slot(i) + ")";
+  }
+  give_back += " ELSE 0 END";
+  return "SELECT @dlock_slot := IF(IS_FREE_LOCK(" + gate(r) + ") = 1, " +
+         first_free(reader_slots, slot) + ", NULL), @dlock_kept := (@dlock_slot IS NOT NULL "
+         "AND IS_FREE_LOCK(" + gate(r) + ") = 1); DO IF(@dlock_kept, 0, " + give_back + ")" +
+         finish("@dlock_slot", "@dlock_kept", token, ", IS_FREE_LOCK(" + gate(r) + ")");
+}
+
+std::string writer_attempt(const acquire_request& r, const std::string& token,
+                           std::chrono::nanoseconds wait) {
+  const std::string limit = seconds(wait);
+  std::string all = "GET_LOCK(" + gate(r) + ", " + limit + ") = 1";
+  std::string give_back = "DO IF(@dlock_won, 0, RELEASE_LOCK(" + gate(r) + "))";
+  for (std::uint32_t i = 0; i < reader_slots; ++i) {
+    all += " AND GET_LOCK(" + reader(r, i) + ", " + limit + ") = 1";
+    give_back += ", IF(@dlock_won, 0, RELEASE_LOCK(" + reader(r, i) + "))";
+  }
+  return "SELECT @dlock_won := (" + all + "); " + give_back + finish("0", "@dlock_won", token);
+}
+
+}  // namespace
+
+std::string token_expression(const std::string& fencing_sequence) {
+  return fencing_sequence.empty() ? "0" : "NEXTVAL(" + fencing_sequence + ")";
+}
+
+void validate_fencing_sequence(const std::string& sequence) {
+  const auto part_ok = [](std::string_view part) {
+    return !part.empty() && part.size() <= 64 &&
+           part.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789_$") == std::string_view::npos;
+  };
+  if (sequence.empty()) return;
+  const auto dot = sequence.find('.');
+  const std::string_view text = sequence;
+  if (dot == std::string::npos ? part_ok(text)
+                               : part_ok(text.substr(0, dot)) && part_ok(text.substr(dot + 1))) {
+    return;
+  }
+  throw std::invalid_argument("dlock: mysql: options.fencing_sequence '" + sequence +
+                              "' must be name or schema.name of letters, digits, '_' and '$'");
+}
+
+std::string server_lease_sql(std::chrono::nanoseconds server_lease) {
+  const auto lease_seconds =
+      std::max<long long>(1, std::chrono::ceil<std::chrono::seconds>(server_lease).count());
+  return "SET SESSION wait_timeout = " + std::to_string(lease_seconds);
+}
+
+std::string create_sequence_sql(const std::string& fencing_sequence) {
+  return "CREATE SEQUENCE IF NOT EXISTS " + fencing_sequence;
+}
+
+std::string attempt_sql(const acquire_request& r, const std::string& token,
+                        std::chrono::nanoseconds wait, std::uint32_t slot) {
+  const std::string taken = finish("@dlock_slot", "@dlock_slot IS NOT NULL", token);
+  switch (r.kind) {
+    case primitive::lock:
+      return "SELECT @dlock_slot := IF(GET_LOCK(" + lock_name(r) + ", " + seconds(wait) +
+             ") = 1, 0, NULL)" + taken;
+    case primitive::reader_writer_lock:
+      return writes(r) ? writer_attempt(r, token, wait) : reader_attempt(r, token, wait);
+    case primitive::semaphore: {
+      const std::string any_slot =
+          first_free(r.max_count, [&](std::uint32_t i) { return semaphore_slot(r, i); });
+      if (wait > std::chrono::nanoseconds::zero()) {
+        // Waits at one slot; when the wait runs out, tries every slot once.
+        return "SELECT @dlock_slot := IF(GET_LOCK(" + semaphore_slot(r, slot) + ", " +
+               seconds(wait) + ") = 1, " + std::to_string(slot) + ", " + any_slot + ")" + taken;
+      }
+      return "SELECT @dlock_slot := " + any_slot + taken;
+    }
+  }
+  throw std::logic_error("dlock: mysql: unknown primitive");
+}
+
+std::string release_sql(const acquire_request& r, std::optional<std::uint32_t> slot) {
+  std::string sql = "DO ";
+  bool first = true;
+  for (const std::string& name : names_of(r)) {
+    if (slot && name != checked_name(r, *slot)) continue;
+    sql += (first ? "RELEASE_LOCK(" : ", RELEASE_LOCK(") + quoted(name) + ")";
+    first = false;
+  }
+  return sql;
+}
+
+std::string checked_name(const acquire_request& r, std::uint32_t slot) {
+  switch (r.kind) {
+    case primitive::lock: return server_name(name_space::lock, r.name);
+    case primitive::reader_writer_lock:
+      return writes(r) ? server_name(name_space::writer_gate, r.name)
+                       : server_name(name_space::reader_slot, r.name, slot);
+    case primitive::semaphore: return server_name(name_space::semaphore_slot, r.name, slot);
+  }
+  throw std::logic_error("dlock: mysql: unknown primitive");
+}
+
+std::vector<std::string> names_of(const acquire_request& r) {
+  std::vector<std::string> names;
+  switch (r.kind) {
+    case primitive::lock: names.push_back(server_name(name_space::lock, r.name)); break;
+    case primitive::reader_writer_lock:
+      names.push_back(server_name(name_space::writer_gate, r.name));
+      for (std::uint32_t i = 0; i < reader_slots; ++i) {
+        names.push_back(server_name(name_space::reader_slot, r.name, i));
+      }
+      break;
+    case primitive::semaphore:
+      for (std::uint32_t i = 0; i < r.max_count; ++i) {
+        names.push_back(server_name(name_space::semaphore_slot, r.name, i));
+      }
+      break;
+  }
+  return names;
+}
+
+std::string probe_sql(const std::vector<std::string>& names) {
+  std::string sql = "SELECT CONNECTION_ID()";
+  for (const auto& name : names) sql += ", IS_USED_LOCK(" + quoted(name) + ")";
+  return sql;
+}
+
+std::string kill_query_sql(std::uint64_t thread_id) {
+  return "KILL QUERY " + std::to_string(thread_id);
+}
+
+}  // namespace dlock::mysql::detail

@@ -1,0 +1,111 @@
+// The contract suite against dlock::mysql, on the MariaDB test server (DLOCK_TEST_MARIADB).
+#include <algorithm>
+#include <set>
+
+#include <dlock/dlock.hpp>
+
+#include "../backend.hpp"
+#include "lock_name.hpp"  // mysql/src: the server names of every kind of hold
+#include "mariadb_client.hpp"
+#include "support.hpp"
+#include "test_servers.hpp"
+
+namespace contract {
+
+namespace {
+
+using dlock::mysql::detail::name_space;
+using dlock::mysql::detail::server_name;
+
+// Every named lock a name may use: the lock, the reader-writer lock's gate and reader slots,
+// and the first slots of a semaphore (the suite uses max_count 4 at most).
+std::vector<std::string> server_names_of(const std::string& name) {
+  std::vector<std::string> names{server_name(name_space::lock, name),
+                                 server_name(name_space::writer_gate, name)};
+  for (std::uint32_t i = 0; i < dlock::mysql::detail::reader_slots; ++i) {
+    names.push_back(server_name(name_space::reader_slot, name, i));
+  }
+  for (std::uint32_t i = 0; i < 16; ++i) {
+    names.push_back(server_name(name_space::semaphore_slot, name, i));
+  }
+  return names;
+}
+
+std::string is_used_locks(const std::vector<std::string>& names) {
+  std::string sql = "SELECT ";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    sql += (i ? ", IS_USED_LOCK('" : "IS_USED_LOCK('") + names[i] + "')";
+  }
+  return sql;
+}
+
+class mariadb_fixture final : public backend_fixture {
+ public:
+  std::string label() const override { return "mysql"; }
+
+  std::shared_ptr<dlock::provider> make_provider() override { return dlock::make_provider(url_); }
+
+  std::string url() const override { return url_; }
+
+  // Ends the connection that holds the name, as an operator's KILL or a server restart would.
+  void break_lock(const std::string& name) override {
+    support::mariadb_client client(url_);
+    const auto names = server_names_of(name);
+    std::set<std::string> holders;
+    const auto rows = client.query(is_used_locks(names));
+    for (const auto& value : rows.at(0)) {
+      if (value) holders.insert(*value);
+    }
+    if (holders.empty()) throw std::runtime_error("break_lock: nobody holds '" + name + "'");
+    for (const auto& id : holders) client.query("KILL CONNECTION " + id);
+  }
+
+  // The named locks of the name that are held, with their holder's connection, and the
+  // connections waiting in GET_LOCK for one of them (every server name of a dlock name
+  // carries the same hash, which the waiting statement's text shows).
+  std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
+    support::mariadb_client client(url_);
+    const auto names = server_names_of(name);
+    std::vector<std::string> footprint;
+    const auto held = client.query(is_used_locks(names)).at(0);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (held[i]) footprint.push_back("held " + names[i] + " by " + *held[i]);
+    }
+    for (const auto& row : client.query(
+             "SELECT ID FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND "
+             "INFO LIKE '%" + dlock::mysql::detail::name_hash(name) + "%'")) {
+      footprint.push_back("waiting " + row.at(0).value_or("?"));
+    }
+    std::sort(footprint.begin(), footprint.end());
+    return footprint;
+  }
+
+  // Every wait is a GET_LOCK in the process list: a lock's, a writer's (which also holds the
+  // gate), a reader's at the gate and a semaphore waiter's at one slot.
+  bool footprint_shows_waiters(dlock::primitive) const override { return true; }
+  // Named locks record no max_count; holders of another count go unnoticed.
+  bool checks_max_count_at_acquire() const override { return false; }
+  // A waiting writer holds the writer gate, which new readers must find free.
+  bool prefers_writers() const override { return true; }
+
+  void acquire_from_unreachable_endpoint() override {
+    auto db = dlock::make_provider("mysql://dlock:dlock@" + unreachable_endpoint() +
+                                   "/dlock_test?connect_timeout=2s");
+    (void)db->create_lock("x").try_acquire();
+  }
+
+  // Port 1 on loopback: nothing listens there, so the connection is refused at once.
+  std::string unreachable_endpoint() const override { return "127.0.0.1:1"; }
+
+ private:
+  std::string url_ = support::require_test_server_endpoint("DLOCK_TEST_MARIADB");
+};
+
+}  // namespace
+
+backend_fixture& backend() {
+  static mariadb_fixture instance;
+  return instance;
+}
+
+}  // namespace contract
