@@ -22,6 +22,9 @@ void register_built_backends() {
 #if DLOCK_HAS_ZOOKEEPER
   zookeeper::register_scheme();
 #endif
+#if DLOCK_HAS_ETCD
+  etcd::register_scheme();
+#endif
 }
 
 }  // namespace
