@@ -59,9 +59,11 @@ std::string etcd_backend::reserve_key(const std::string& queue, std::int64_t lea
 void etcd_backend::delete_key(const std::string& key, std::function<void(grpc::Status)> done) {
   pb::DeleteRangeRequest request;
   request.set_key(key);
-  client_->remove(std::move(request), [self = shared_from_this(), key, done = std::move(done)](
+  // A weak reference: a delete in flight must not keep the backend alive past its provider,
+  // whose destructor waits for the delete (client shutdown) and then revokes the lease.
+  client_->remove(std::move(request), [weak = weak_from_this(), key, done = std::move(done)](
                                           grpc::Status status, pb::DeleteRangeResponse) {
-    self->reserved_.erase(key);
+    if (auto self = weak.lock()) self->reserved_.erase(key);
     if (done) done(status);
   });
 }

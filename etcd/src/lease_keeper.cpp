@@ -13,6 +13,9 @@ namespace dlock::etcd::detail {
 
 namespace {
 
+// How soon a keepalive goes out on a new stream after the old one broke.
+constexpr auto reopen_delay = std::chrono::milliseconds(250);
+
 std::int64_t whole_seconds(std::chrono::nanoseconds ttl) {
   return std::chrono::duration_cast<std::chrono::seconds>(ttl).count();
 }
@@ -23,7 +26,8 @@ lease_keeper::lease_keeper(etcd_backend& backend, etcd_client& client)
     : backend_(backend),
       client_(client),
       ttl_(std::chrono::seconds(whole_seconds(backend.settings().lease_ttl))),
-      timer_(backend.executor()) {}
+      timer_(backend.executor()),
+      reopen_timer_(backend.executor()) {}
 
 void lease_keeper::start() {
   blocking_reply<std::int64_t> reply;
@@ -104,8 +108,16 @@ void lease_keeper::send_keepalive() {
           if (auto me = self.lock()) me->on_keepalive(response);
         },
         [self, opened](grpc::Status) {
-          // The next tick opens a new stream; keepalives unanswered on this one stay so.
-          if (auto me = self.lock(); me && me->stream_ == *opened) me->stream_.reset();
+          // Keepalives unanswered on this stream stay so; a new one goes out shortly (a
+          // restarted member is back within a second or so), not only at the next tick.
+          auto me = self.lock();
+          if (!me || me->stream_ != *opened) return;
+          me->stream_.reset();
+          me->reopen_timer_.expires_after(reopen_delay);
+          me->reopen_timer_.async_wait([self](boost::system::error_code ec) {
+            auto keeper = self.lock();
+            if (!ec && keeper && keeper->lease_ && !keeper->stream_) keeper->send_keepalive();
+          });
         });
     *opened = stream_;
     unanswered_.clear();
@@ -140,6 +152,7 @@ void lease_keeper::lose(std::int64_t lease_id, const std::string& why) {
   if (lease_ != lease_id) return;
   lease_.reset();
   timer_.cancel();
+  reopen_timer_.cancel();
   if (stream_) stream_->cancel();
   stream_.reset();
   // If the server still has it, its keys would block others until it expires.
@@ -161,6 +174,7 @@ void lease_keeper::lose(std::int64_t lease_id, const std::string& why) {
 
 void lease_keeper::revoke(std::chrono::nanoseconds timeout) {
   timer_.cancel();
+  reopen_timer_.cancel();
   if (stream_) stream_->cancel();
   stream_.reset();
   if (!lease_) return;

@@ -77,6 +77,7 @@ class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
   etcd_client& client_;
   std::chrono::nanoseconds ttl_;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer reopen_timer_;  // a keepalive soon after a stream broke
   std::optional<std::int64_t> lease_;
   bool granting_ = false;
   std::vector<lease_handler> waiting_;
