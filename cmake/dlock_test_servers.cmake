@@ -1,7 +1,7 @@
 # Real servers for the tests: CTest fixtures around scripts/test-servers.sh.
 #
 # For each networked backend whose client library is installed, this defines a fixture
-# `<server>_server` (redis_server, postgres_server, zookeeper_server): the setup test
+# `<server>_server` (redis_server, postgres_server, zookeeper_server, etcd_server): the setup test
 # `servers/start-<server>` starts the servers once per ctest run and the cleanup test
 # `servers/stop-<server>` stops them after the last test that needs them. A test opts in with
 # FIXTURES_REQUIRED <server>_server and LABELS <server>; it finds the endpoints through
@@ -12,7 +12,7 @@
 # developer keeps up with `scripts/test-servers.sh --state-dir <dir> start` are reused and left
 # running (docs/testing.md).
 #
-# Sets DLOCK_TEST_SERVER_<REDIS|POSTGRES|ZOOKEEPER> to ON when that server's fixture exists, and
+# Sets DLOCK_TEST_SERVER_<REDIS|POSTGRES|ZOOKEEPER|ETCD> to ON when that server's fixture exists, and
 # defines dlock_test_servers, the helper library linked by tests that talk to the servers.
 
 set(DLOCK_TEST_STATE_DIR "${CMAKE_BINARY_DIR}/test-servers" CACHE PATH
@@ -50,6 +50,12 @@ set(DLOCK_TEST_SERVER_ZOOKEEPER OFF)
 if(TARGET dlock_test_zookeeper_client)
   set(DLOCK_TEST_SERVER_ZOOKEEPER ON)
 endif()
+# etcd's tests look at the server with etcdctl (Debian's etcd-client).
+find_program(DLOCK_TEST_ETCDCTL etcdctl)
+set(DLOCK_TEST_SERVER_ETCD OFF)
+if(DLOCK_TEST_ETCDCTL)
+  set(DLOCK_TEST_SERVER_ETCD ON)
+endif()
 
 # dlock_add_test_server_fixture(<server>): the setup and cleanup tests of fixture <server>_server.
 # They carry the server's label, so `ctest -L <server>` selects them along with the tests.
@@ -70,7 +76,8 @@ set(dlock_test_missing_library_redis "hiredis (apt-get install libhiredis-dev)")
 set(dlock_test_missing_library_postgres "libpqxx (apt-get install libpqxx-dev)")
 set(dlock_test_missing_library_zookeeper
     "the ZooKeeper C client (apt-get install libzookeeper-mt-dev)")
-foreach(server IN ITEMS redis postgres zookeeper)
+set(dlock_test_missing_library_etcd "etcdctl (apt-get install etcd-client)")
+foreach(server IN ITEMS redis postgres zookeeper etcd)
   string(TOUPPER "${server}" upper)
   if(DLOCK_TEST_SERVER_${upper})
     dlock_add_test_server_fixture(${server})

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real Redis, PostgreSQL 15, ZooKeeper and MariaDB servers on 127.0.0.1 for dlock's tests, on free ports, in
+# Real Redis, PostgreSQL 15, ZooKeeper, MariaDB and etcd servers on 127.0.0.1 for dlock's tests, on free ports, in
 # one state directory; or, with --partition-set, another set of them inside a network namespace
 # whose paths a test can cut (scripts/partition-net.sh). See docs/testing.md for the workflow;
 # `test-servers.sh help` for the commands.
@@ -17,14 +17,14 @@ readonly port_low=15000
 readonly port_span=17000
 readonly port_attempts=3
 readonly postgres_bin=${DLOCK_POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
-readonly all_groups=(redis postgres zookeeper mariadb)
+readonly all_groups=(redis postgres zookeeper mariadb etcd)
 
 usage() {
   cat <<'EOF'
 usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-set] COMMAND [ARGS]
 
-  start [--owner NAME] [redis|postgres|zookeeper|mariadb ...]  start (default: all); reuse healthy ones
-  stop [--owner NAME] [redis|postgres|zookeeper|mariadb ...]   stop (default: all; with --owner only
+  start [--owner NAME] [redis|postgres|zookeeper|mariadb|etcd ...]  start (default: all); reuse healthy ones
+  stop [--owner NAME] [redis|postgres|zookeeper|mariadb|etcd ...]   stop (default: all; with --owner only
                                                          the groups that NAME started)
   status                                                one line per server; exit 3 if any is down
   env                                                   print the endpoints file
@@ -36,7 +36,7 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
                                                          name / Postgres application_name /
                                                          MariaDB user)
 
-  IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3 mariadb
+  IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3 mariadb etcd etcd1 etcd2 etcd3
   The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
   else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
 
@@ -84,6 +84,8 @@ group_members() {
     postgres) echo postgres ;;
     zookeeper) echo zookeeper zk1 zk2 zk3 ;;
     mariadb) echo mariadb ;;
+    # etcd: a standalone member and a 3-member cluster
+    etcd) echo etcd etcd1 etcd2 etcd3 ;;
     *) return 1 ;;
   esac
 }
@@ -94,11 +96,12 @@ group_of() {
     postgres) echo postgres ;;
     zookeeper | zk[123]) echo zookeeper ;;
     mariadb) echo mariadb ;;
+    etcd | etcd[123]) echo etcd ;;
     *) return 1 ;;
   esac
 }
 
-require_group() { group_members "$1" >/dev/null || die "unknown server group '$1' (redis, postgres, zookeeper, mariadb)"; }
+require_group() { group_members "$1" >/dev/null || die "unknown server group '$1' (redis, postgres, zookeeper, mariadb, etcd)"; }
 require_server_id() { group_of "$1" >/dev/null || die "unknown server id '$1' (see: $0 help)"; }
 
 server_dir() { echo "$state_dir/$1"; }
@@ -106,6 +109,7 @@ server_log() { echo "$state_dir/$1/server.log"; }
 server_port() { cat "$state_dir/$1/port" 2>/dev/null; }
 recorded_pid() { cat "$state_dir/$1/pid" 2>/dev/null; }
 is_ensemble_member() { [[ $1 == zk[123] ]]; }
+is_etcd_cluster_member() { [[ $1 == etcd[123] ]]; }
 
 # ---------------------------------------------------------------------------------------------
 # Processes. Every server runs in its own session (setsid), so its process group id is its pid and
@@ -149,6 +153,7 @@ process_is_server() {
     postgres) [[ $cmdline == *postgres*"$(server_dir "$id")/data"* ]] ;;
     zookeeper) [[ $cmdline == *QuorumPeerMain*"$(server_dir "$id")/zoo.cfg"* ]] ;;
     mariadb) [[ $cmdline == *mariadbd*"$(server_dir "$id")/data"* ]] ;;
+    etcd) [[ $cmdline == *etcd*"--data-dir $(server_dir "$id")/data"* ]] ;;
   esac
 }
 
@@ -262,9 +267,17 @@ zookeeper_mode() {
   echo "${BASH_REMATCH[1]}"
 }
 
+# A member that has a leader answers a linearizable read (a member of a cluster without quorum
+# does not).
+etcd_answers() {
+  "${in_netns[@]}" timeout 3 etcdctl --endpoints="127.0.0.1:$(server_port "$1")" \
+    --command-timeout=2s get --consistency=l dlock-health >/dev/null 2>&1
+}
+
 server_answers() {
   local mode
   case "$(group_of "$1")" in
+    etcd) etcd_answers "$1" ;;
     redis) redis_answers "$1" ;;
     postgres) postgres_answers "$1" ;;
     mariadb) mariadb_answers "$1" ;;
@@ -412,6 +425,35 @@ launch_mariadb() {
   echo $! >"$dir/pid"
 }
 
+# The standalone member is a cluster of one; etcd1..3 are one cluster of three.
+etcd_initial_cluster() {
+  local member members=() list
+  if is_etcd_cluster_member "$1"; then members=(etcd1 etcd2 etcd3); else members=(etcd); fi
+  for member in "${members[@]}"; do
+    list+="${list:+,}$member=http://127.0.0.1:$(cat "$(server_dir "$member")/peer_port")"
+  done
+  echo "$list"
+}
+
+launch_etcd() {
+  local id=$1 dir port peer_port token=dlock-etcd
+  dir=$(server_dir "$id")
+  port=$(server_port "$id")
+  peer_port=$(cat "$dir/peer_port")
+  is_etcd_cluster_member "$id" && token=dlock-etcd-cluster
+  # Short heartbeats and elections make a killed leader's successor quick (500 ms); --data-dir
+  # comes first so that process_is_server recognizes the process.
+  setsid "${in_netns[@]}" etcd --data-dir "$dir/data" --name "$id" \
+    --listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
+    --listen-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+    --initial-cluster "$(etcd_initial_cluster "$id")" --initial-cluster-token "$token" \
+    --initial-cluster-state new --heartbeat-interval 50 --election-timeout 500 \
+    --unsafe-no-fsync --logger zap --log-outputs stderr \
+    </dev/null >>"$dir/server.log" 2>&1 9>&- &
+  echo $! >"$dir/pid"
+}
+
 launch_server() {
   stat -c %s "$(server_log "$1")" >"$(server_dir "$1")/log_offset" 2>/dev/null ||
     echo 0 >"$(server_dir "$1")/log_offset"
@@ -420,6 +462,7 @@ launch_server() {
     postgres) launch_postgres ;;
     zookeeper) launch_zookeeper "$1" ;;
     mariadb) launch_mariadb ;;
+    etcd) launch_etcd "$1" ;;
   esac
 }
 
@@ -435,6 +478,10 @@ assign_ports() {
     mkdir -p "$dir"
     pick_free_port
     echo "$free_port" >"$dir/port"
+    if [[ $1 == etcd ]]; then
+      pick_free_port
+      echo "$free_port" >"$dir/peer_port"
+    fi
     if is_ensemble_member "$id"; then
       pick_free_port
       echo "$free_port" >"$dir/quorum_port"
@@ -656,6 +703,11 @@ write_group_env() {
       printf 'export DLOCK_TEST_MARIADB=mysql://dlock:dlock@127.0.0.1:%s/dlock_test\n' "$(server_port mariadb)"
       printf 'export DLOCK_TEST_MARIADB_SOCKET=%s\n' "$(mariadb_socket)"
       ;;
+    etcd)
+      ports=("$(server_port etcd1)" "$(server_port etcd2)" "$(server_port etcd3)")
+      printf 'export DLOCK_TEST_ETCD=etcd://127.0.0.1:%s\n' "$(server_port etcd)"
+      printf 'export DLOCK_TEST_ETCD_CLUSTER=etcd://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      ;;
   esac >"$(group_env_file "$group").tmp"
   mv "$(group_env_file "$group").tmp" "$(group_env_file "$group")"
 }
@@ -810,6 +862,11 @@ check_group_prerequisites() {
     mariadb)
       if [[ ! -x /usr/sbin/mariadbd ]] || ! command -v mariadb-install-db >/dev/null || ! command -v mariadb >/dev/null; then
         die "mariadbd, mariadb-install-db or mariadb not found: apt-get install mariadb-server mariadb-client (or scripts/setup-debian.sh --servers)"
+      fi
+      ;;
+    etcd)
+      if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
+        die "etcd or etcdctl not found: apt-get install etcd-server etcd-client (or scripts/setup-debian.sh --servers)"
       fi
       ;;
   esac

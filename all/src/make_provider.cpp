@@ -25,6 +25,9 @@ void register_built_backends() {
 #if DLOCK_HAS_MYSQL
   mysql::register_scheme();
 #endif
+#if DLOCK_HAS_ETCD
+  etcd::register_scheme();
+#endif
 }
 
 }  // namespace

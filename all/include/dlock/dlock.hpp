@@ -26,6 +26,9 @@
 #if DLOCK_HAS_MYSQL
 #include <dlock/mysql.hpp>
 #endif
+#if DLOCK_HAS_ETCD
+#include <dlock/etcd.hpp>
+#endif
 
 namespace dlock {
 
@@ -33,7 +36,8 @@ namespace dlock {
 /// `file:///var/lock/app`, `memory://` (one process),
 /// `redis://[user:pw@]host:6379/0?expiry=30s` (several hosts: RedLock),
 /// `postgres://user:pw@host:5432/db`, `zookeeper://h1:2181,h2:2181/locks`,
-/// `mysql://user:pw@host:3306/db` (`mariadb://` too).
+/// `mysql://user:pw@host:3306/db` (`mariadb://` too),
+/// `etcd://[user:pw@]h1:2379,h2:2379/locks?lease=10s`.
 /// The URL's query holds the backend's options (docs per backend); an unknown one is an error.
 /// Throws: std::invalid_argument for a malformed URL, unknown scheme or option (naming it);
 /// dlock::connection_error when the backend cannot be reached or set up.

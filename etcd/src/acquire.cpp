@@ -1,0 +1,305 @@
+#include "acquire.hpp"
+
+#include <utility>
+#include <vector>
+
+#include <boost/asio/post.hpp>
+
+#include <dlock/core/errors.hpp>
+
+#include "backend.hpp"
+#include "lease.hpp"
+
+namespace dlock::etcd::detail {
+
+namespace {
+
+// How long a withdrawn acquire waits for etcd to confirm the deletion of its key.
+constexpr auto abandon_wait = std::chrono::milliseconds(80);
+// How long a transient failure (a member between leaders, a reconnect) waits before a retry.
+// Retries end when the provider's lease is lost: within its TTL.
+constexpr auto retry_delay = std::chrono::milliseconds(200);
+// Leftover keys of ours (a delete that never landed) deleted before the claim gives up.
+constexpr int max_stale_deletes = 3;
+
+pb::RangeRequest queue_listing(const std::string& queue) {
+  pb::RangeRequest range;
+  range.set_key(queue);
+  range.set_range_end(prefix_end(queue));
+  range.set_sort_order(pb::RangeRequest::ASCEND);
+  range.set_sort_target(pb::RangeRequest::CREATE);
+  return range;
+}
+
+}  // namespace
+
+std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<etcd_backend> backend,
+                                                 acquire_request request, acquire_completion done) {
+  auto op = std::make_shared<etcd_acquire>(std::move(backend), std::move(request), std::move(done));
+  op->start();
+  return op;
+}
+
+etcd_acquire::etcd_acquire(std::shared_ptr<etcd_backend> backend, acquire_request request,
+                           acquire_completion done)
+    : backend_(std::move(backend)),
+      request_(std::move(request)),
+      done_(std::move(done)),
+      executor_(backend_->executor()),
+      retry_timer_(executor_),
+      stop_timer_(executor_),
+      queue_(backend_->queue_of(request_.kind, request_.name)),
+      value_(contender_value(request_)) {}
+
+void etcd_acquire::start() {
+  boost::asio::post(executor_, [self = shared_from_this()] { self->begin(); });
+}
+
+void etcd_acquire::cancel() noexcept {
+  boost::asio::post(executor_, [self = shared_from_this()] { self->on_cancel(); });
+}
+
+void etcd_acquire::begin() {
+  if (phase_ == phase::finished) return;
+  if (withdrawing()) return withdraw();
+  ++calls_out_;
+  backend_->keeper().with_lease([self = shared_from_this()](std::exception_ptr error,
+                                                             std::int64_t lease_id) {
+    --self->calls_out_;
+    if (self->phase_ == phase::finished) return;
+    if (self->withdrawing()) return self->withdraw();
+    if (error) return self->fail(error);
+    self->on_lease(lease_id);
+  });
+}
+
+void etcd_acquire::on_lease(std::int64_t lease_id) {
+  lease_id_ = lease_id;
+  listener_ = backend_->keeper().listen(lease_id, [self = shared_from_this()](
+                                                      std::exception_ptr error) {
+    self->listener_ = 0;
+    if (self->phase_ == phase::queueing) self->fail(error);
+  });
+  key_ = backend_->reserve_key(queue_, lease_id);
+  claim();
+}
+
+// concurrency.Mutex's Txn: create our key unless it exists, and list the queue in the same
+// revision, so that an uncontended grant takes one round trip.
+void etcd_acquire::claim() {
+  pb::TxnRequest txn;
+  auto& compare = *txn.add_compare();
+  compare.set_key(key_);
+  compare.set_target(pb::Compare::CREATE);
+  compare.set_result(pb::Compare::EQUAL);
+  compare.set_create_revision(0);
+  auto& put = *txn.add_success()->mutable_request_put();
+  put.set_key(key_);
+  put.set_value(value_);
+  put.set_lease(lease_id_);
+  *txn.add_success()->mutable_request_range() = queue_listing(queue_);
+  txn.add_failure()->mutable_request_range()->set_key(key_);
+  *txn.add_failure()->mutable_request_range() = queue_listing(queue_);
+  const bool sent_before = std::exchange(claim_sent_, true);
+  backend_->client().txn(
+      std::move(txn), step<pb::TxnResponse>([sent_before](etcd_acquire& self, grpc::Status status,
+                                                          pb::TxnResponse response) {
+        if (!status.ok()) return self.on_call_failed(status, "queueing");
+        self.on_claimed(response, sent_before);
+      }));
+}
+
+void etcd_acquire::on_claimed(const pb::TxnResponse& response, bool sent_before) {
+  const auto revision = response.header().revision();
+  if (response.succeeded()) {
+    own_revision_ = revision;
+    return judge(revision, response.responses(1).response_range().kvs());
+  }
+  const auto& existing = response.responses(0).response_range().kvs();
+  if (existing.empty()) return claim();  // deleted in between
+  if (sent_before && existing[0].lease() == lease_id_) {
+    // Our own claim, whose answer was lost: keep our place.
+    own_revision_ = existing[0].create_revision();
+    return judge(revision, response.responses(1).response_range().kvs());
+  }
+  // A key of ours left from before (a delete that never landed). Taking it over would hand
+  // out its old create revision as a fencing token a second time: delete it, claim anew.
+  if (++stale_deletes_ > max_stale_deletes) {
+    return fail(std::make_exception_ptr(connection_error(backend_->message(
+        "the key " + key_ + " keeps coming back; another client uses this provider's lease",
+        request_.name))));
+  }
+  pb::DeleteRangeRequest remove;
+  remove.set_key(key_);
+  backend_->client().remove(std::move(remove),
+                            step<pb::DeleteRangeResponse>([](etcd_acquire& self,
+                                                             grpc::Status status,
+                                                             pb::DeleteRangeResponse) {
+                              if (!status.ok()) return self.on_call_failed(status, "cleaning up");
+                              self.claim_sent_ = false;
+                              self.claim();
+                            }));
+}
+
+void etcd_acquire::list() {
+  backend_->client().range(queue_listing(queue_),
+                           step<pb::RangeResponse>([](etcd_acquire& self, grpc::Status status,
+                                                      pb::RangeResponse response) {
+                             if (!status.ok()) return self.on_call_failed(status, "listing");
+                             self.judge(response.header().revision(), response.kvs());
+                           }));
+}
+
+void etcd_acquire::judge(std::int64_t revision,
+                         const google::protobuf::RepeatedPtrField<mvccpb::KeyValue>& kvs) {
+  std::vector<contender> queue;
+  queue.reserve(static_cast<std::size_t>(kvs.size()));
+  for (const auto& kv : kvs) queue.push_back({kv.key(), kv.value(), kv.create_revision()});
+  const verdict next = queue_verdict(request_, key_, queue);
+  if (next.other_max_count) {
+    return fail(std::make_exception_ptr(backend_->max_count_mismatch(
+        request_, *next.other_max_count, "in the values of the keys under " + queue_)));
+  }
+  switch (next.next) {
+    case verdict::action::grant:
+      return grant();
+    case verdict::action::requeue:
+      return claim();  // our key was deleted behind our back
+    case verdict::action::wait_for_key:
+    case verdict::action::wait_for_any:
+      break;
+  }
+  if (!request_.wait) return withdraw();
+  note_waiting();
+  if (next.next == verdict::action::wait_for_key) return wait_for(next.key, {}, revision + 1);
+  wait_for(queue_, prefix_end(queue_), revision + 1);
+}
+
+void etcd_acquire::wait_for(std::string key, std::string range_end, std::int64_t from_revision) {
+  watch_ = backend_->watches().watch(std::move(key), std::move(range_end), from_revision,
+                                     [self = shared_from_this()](watch_event) {
+                                       self->watch_ = 0;
+                                       if (self->phase_ == phase::finished) return;
+                                       if (self->withdrawing()) return self->withdraw();
+                                       self->list();
+                                     });
+}
+
+void etcd_acquire::note_waiting() {
+  if (std::exchange(told_waiting_, true)) return;
+  backend_->events().acquire_waiting();
+}
+
+void etcd_acquire::on_call_failed(const grpc::Status& status, std::string_view call) {
+  if (status.error_code() == grpc::StatusCode::NOT_FOUND &&
+      status.error_message().find("lease not found") != std::string::npos &&
+      !std::exchange(renewed_lease_, true)) {
+    // The lease expired while the keeper still thought it alive: queue again with a new one.
+    stop_listening();
+    backend_->keeper().lease_gone(lease_id_);
+    backend_->unreserve(std::exchange(key_, {}));
+    claim_sent_ = false;
+    return begin();
+  }
+  if (is_transient(status)) return retry_later();
+  std::string what = std::string(call) + " under " + queue_ + " failed: " + describe(status);
+  if (status.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+    what += " (check the user's role: it needs read and write on the prefix)";
+  }
+  fail(std::make_exception_ptr(connection_error(backend_->message(what, request_.name))));
+}
+
+void etcd_acquire::retry_later() {
+  ++calls_out_;
+  retry_timer_.expires_after(retry_delay);
+  retry_timer_.async_wait([self = shared_from_this()](boost::system::error_code) {
+    --self->calls_out_;
+    if (self->phase_ == phase::finished) return;
+    if (self->withdrawing()) return self->withdraw();
+    // A lost answer may have created our key: claim() finds and keeps it.
+    if (self->key_.empty()) return self->begin();
+    self->claim();
+  });
+}
+
+void etcd_acquire::stop_listening() {
+  if (listener_) backend_->keeper().forget(std::exchange(listener_, 0));
+  if (watch_) backend_->watches().cancel(std::exchange(watch_, 0));
+}
+
+void etcd_acquire::fail(std::exception_ptr error) {
+  stop_listening();
+  if (!key_.empty()) {
+    if (claim_sent_) {
+      backend_->delete_key(key_);
+    } else {
+      backend_->unreserve(key_);
+    }
+    key_.clear();
+  }
+  finish(std::move(error), nullptr);
+}
+
+void etcd_acquire::on_cancel() {
+  if (phase_ == phase::finished) return;
+  if (phase_ == phase::queueing) phase_ = phase::withdrawing;
+  if (calls_out_ == 0) return withdraw();
+  // The call out (it may be creating our key) cleans up when it answers, which takes up to a
+  // call's deadline when the cluster stalls; a stop request must end the wait promptly all
+  // the same, so the caller hears after abandon_wait at most.
+  stop_timer_.expires_after(abandon_wait);
+  stop_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->phase_ != phase::withdrawing) return;
+    self->phase_ = phase::answered;
+    self->report(nullptr, nullptr);
+  });
+}
+
+void etcd_acquire::withdraw() {
+  if (std::exchange(withdrawn_, true)) return;
+  stop_listening();
+  if (key_.empty()) return finish(nullptr, nullptr);
+  const std::string key = std::exchange(key_, {});
+  if (!claim_sent_) {
+    backend_->unreserve(key);
+    return finish(nullptr, nullptr);
+  }
+  backend_->delete_key(key, [self = shared_from_this()](grpc::Status) {
+    if (self->phase_ != phase::finished) self->finish(nullptr, nullptr);
+  });
+  stop_timer_.expires_after(abandon_wait);
+  stop_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (!ec && self->phase_ != phase::finished) self->finish(nullptr, nullptr);
+  });
+}
+
+void etcd_acquire::grant() {
+  stop_listening();
+  auto granted = std::make_unique<etcd_lease>(backend_, std::exchange(key_, {}), request_.name,
+                                              lease_id_, own_revision_);
+  finish(nullptr, std::move(granted));
+}
+
+void etcd_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  const bool answered = phase_ == phase::answered;
+  phase_ = phase::finished;
+  retry_timer_.cancel();
+  stop_timer_.cancel();
+  if (answered) {
+    // The caller was told "not acquired" already: a late grant's key is deleted with the
+    // lease here, before the backend goes.
+    granted.reset();
+    backend_.reset();
+    return;
+  }
+  // As in core: let the caller, not this op, hold the last reference to the backend.
+  backend_.reset();
+  report(std::move(error), std::move(granted));
+}
+
+void etcd_acquire::report(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  auto done = std::move(done_);
+  done(std::move(error), std::move(granted));
+}
+
+}  // namespace dlock::etcd::detail

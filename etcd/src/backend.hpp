@@ -1,0 +1,70 @@
+// Private to dlock::etcd: the backend behind dlock::etcd::provider.
+//
+// Start here. client.hpp is the gRPC channel; lease_keeper.hpp the provider's one lease;
+// watcher.hpp the one Watch stream; key_layout.hpp where a name's contenders queue and who
+// goes first; acquire.hpp one acquire over them; lease.hpp a held key, watched until released.
+// Everything but the blocking calls of callers runs on the provider's io thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <dlock/core/backend/backend.hpp>
+#include <dlock/etcd/options.hpp>
+
+#include "client.hpp"
+#include "lease_keeper.hpp"
+#include "watcher.hpp"
+
+namespace dlock::etcd::detail {
+
+class etcd_backend final : public dlock::backend,
+                           public std::enable_shared_from_this<etcd_backend> {
+ public:
+  /// Validates `opts` and builds the channel. Throws std::invalid_argument naming a bad option.
+  explicit etcd_backend(options opts);
+  /// Stops the io thread, revokes the lease (waiting up to release_timeout), and lets gRPC
+  /// finish every call.
+  ~etcd_backend() override;
+
+  std::string_view scheme() const noexcept override { return "etcd"; }
+  std::string endpoint() const override { return options_.endpoints; }
+  /// Grants the lease, waiting up to connect_timeout. Throws connection_error.
+  void start() override;
+  std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
+                                                   acquire_completion done) override;
+  /// max_count minus the keys queued now, never negative; std::nullopt on the io thread.
+  std::optional<std::uint32_t> current_count(const acquire_request& request) override;
+
+  const options& settings() const noexcept { return options_; }
+  /// The queue of `name` for `kind` (key_layout.hpp) under the options' prefix.
+  std::string queue_of(primitive kind, std::string_view name) const;
+
+  etcd_client& client() noexcept { return *client_; }
+  lease_keeper& keeper() noexcept { return *keeper_; }
+  watcher& watches() noexcept { return *watcher_; }
+
+  /// A key of `queue` under `lease_id` that no acquire or grant of this provider uses now
+  /// (concurrency.Mutex's key when free); it stays reserved until delete_key() of it answers.
+  /// io thread.
+  std::string reserve_key(const std::string& queue, std::int64_t lease_id);
+  /// Deletes `key`, then frees its reservation and calls `done` (on the io thread) with the
+  /// outcome. io thread.
+  void delete_key(const std::string& key, std::function<void(grpc::Status)> done = {});
+  /// Frees the reservation of a key that does not exist at etcd. io thread.
+  void unreserve(const std::string& key) { reserved_.erase(key); }
+
+ private:
+  options options_;
+  std::unique_ptr<etcd_client> client_;
+  std::shared_ptr<lease_keeper> keeper_;
+  std::shared_ptr<watcher> watcher_;
+  std::set<std::string> reserved_;  // keys in use by this provider
+};
+
+}  // namespace dlock::etcd::detail

@@ -1,0 +1,284 @@
+#include "client.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/ip/address.hpp>
+
+namespace dlock::etcd::detail {
+
+namespace {
+
+std::string read_file(const std::string& field, const std::string& path) {
+  if (path.empty()) return {};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw std::invalid_argument("dlock: etcd provider: option 'tls." + field +
+                                "' names a file that cannot be read: " + path);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::shared_ptr<grpc::ChannelCredentials> credentials_of(const tls_options& tls) {
+  if (!tls.enabled) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = read_file("ca_file", tls.ca_file);
+  ssl.pem_cert_chain = read_file("cert_file", tls.cert_file);
+  ssl.pem_private_key = read_file("key_file", tls.key_file);
+  return grpc::SslCredentials(ssl);
+}
+
+std::vector<std::string> split_endpoints(const std::string& endpoints) {
+  std::vector<std::string> parts;
+  std::size_t begin = 0;
+  while (begin <= endpoints.size()) {
+    const std::size_t end = std::min(endpoints.find(',', begin), endpoints.size());
+    parts.push_back(endpoints.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return parts;
+}
+
+bool is_ipv4_endpoint(const std::string& endpoint) {
+  const std::size_t colon = endpoint.rfind(':');
+  if (colon == std::string::npos) return false;
+  boost::system::error_code ec;
+  const auto address = boost::asio::ip::make_address(endpoint.substr(0, colon), ec);
+  return !ec && address.is_v4();
+}
+
+// gRPC takes several addresses in one target only as literals ("ipv4:a:p,b:p"); pick_first
+// then fails over between them. One host name goes through gRPC's resolver as it is (and
+// fails over between its addresses).
+std::string target_of(const std::string& endpoints) {
+  const std::vector<std::string> parts = split_endpoints(endpoints);
+  if (parts.size() == 1) return parts.front();
+  if (std::all_of(parts.begin(), parts.end(), is_ipv4_endpoint)) return "ipv4:" + endpoints;
+  throw std::invalid_argument(
+      "dlock: etcd provider: option 'endpoints': several endpoints must be IPv4 addresses "
+      "(gRPC takes one host name per channel; give one name that resolves to every member), "
+      "not '" + endpoints + "'");
+}
+
+grpc::ChannelArguments channel_arguments(const options& opts) {
+  grpc::ChannelArguments args;
+  args.SetLoadBalancingPolicyName("pick_first");
+  // etcd refuses pings more often than every 5 s (--grpc-keepalive-min-time): a silent member
+  // is given up one ping interval and a timeout after it fell silent.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+              static_cast<int>(std::clamp<std::int64_t>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(opts.lease_ttl / 3).count(),
+                  500, 20000)));
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // A restarted member is found again within a second.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  return args;
+}
+
+}  // namespace
+
+etcd_client::etcd_client(const options& opts, boost::asio::any_io_executor executor)
+    : executor_(std::move(executor)),
+      call_timeout_(opts.lease_ttl),
+      user_(opts.user),
+      password_(opts.password),
+      channel_(grpc::CreateCustomChannel(target_of(opts.endpoints), credentials_of(opts.tls),
+                                         channel_arguments(opts))),
+      kv_(pb::KV::NewStub(channel_)),
+      watch_(pb::Watch::NewStub(channel_)),
+      lease_(pb::Lease::NewStub(channel_)),
+      auth_(pb::Auth::NewStub(channel_)) {}
+
+etcd_client::~etcd_client() { shutdown(); }
+
+std::string etcd_client::authenticate(std::chrono::nanoseconds timeout) {
+  if (user_.empty()) return {};
+  grpc::ClientContext context;
+  context.set_wait_for_ready(true);
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  pb::AuthenticateRequest request;
+  request.set_name(user_);
+  request.set_password(password_);
+  pb::AuthenticateResponse response;
+  const grpc::Status status = auth_->Authenticate(&context, request, &response);
+  if (!status.ok()) return "authentication as '" + user_ + "' failed: " + describe(status);
+  std::lock_guard lock(mutex_);
+  token_ = response.token();
+  return {};
+}
+
+std::shared_ptr<grpc::ClientContext> etcd_client::new_context(std::chrono::nanoseconds timeout) {
+  auto context = std::make_shared<grpc::ClientContext>();
+  // A call waits through a reconnect (to this member or the next) instead of failing at once.
+  context->set_wait_for_ready(true);
+  if (timeout != std::chrono::nanoseconds::max()) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::duration_cast<std::chrono::system_clock::duration>(timeout));
+  }
+  std::lock_guard lock(mutex_);
+  if (!token_.empty()) context->AddMetadata("token", token_);
+  return context;
+}
+
+bool etcd_client::track(const std::shared_ptr<grpc::ClientContext>& context, bool stream) {
+  std::lock_guard lock(mutex_);
+  if (shut_down_) return false;
+  out_.emplace(context.get(), call_out{context, stream});
+  return true;
+}
+
+void etcd_client::untrack(const std::shared_ptr<grpc::ClientContext>& context) {
+  std::lock_guard lock(mutex_);
+  out_.erase(context.get());
+  if (out_.empty()) idle_.notify_all();
+}
+
+std::shared_ptr<grpc::ClientContext> etcd_client::stream_context() {
+  auto context = new_context(std::chrono::nanoseconds::max());
+  context->set_wait_for_ready(false);
+  if (!track(context, true)) context->TryCancel();
+  return context;
+}
+
+void etcd_client::stream_done(const std::shared_ptr<grpc::ClientContext>& context) {
+  untrack(context);
+}
+
+template <class Request, class Response, class Start>
+void etcd_client::unary(Request request, std::chrono::nanoseconds timeout, Start start,
+                        reply_handler<Response> done) {
+  struct call {
+    std::shared_ptr<grpc::ClientContext> context;
+    Request request;
+    Response response;
+    reply_handler<Response> done;
+  };
+  auto c = std::make_shared<call>(call{new_context(timeout), std::move(request), {}, std::move(done)});
+  if (!track(c->context)) {
+    boost::asio::post(executor_, [c] {
+      c->done(grpc::Status(grpc::StatusCode::CANCELLED, "the provider is shutting down"), {});
+    });
+    return;
+  }
+  start(c->context.get(), &c->request, &c->response, [this, c](grpc::Status status) {
+    boost::asio::post(executor_, [c, status = std::move(status)]() mutable {
+      c->done(std::move(status), std::move(c->response));
+    });
+    untrack(c->context);  // last: shutdown() may return, and the executor go, after this
+  });
+}
+
+void etcd_client::txn(pb::TxnRequest request, reply_handler<pb::TxnResponse> done) {
+  unary(std::move(request), call_timeout_,
+        [this](auto* context, auto* req, auto* resp, auto callback) {
+          kv_->async()->Txn(context, req, resp, std::move(callback));
+        },
+        std::move(done));
+}
+
+void etcd_client::range(pb::RangeRequest request, reply_handler<pb::RangeResponse> done) {
+  unary(std::move(request), call_timeout_,
+        [this](auto* context, auto* req, auto* resp, auto callback) {
+          kv_->async()->Range(context, req, resp, std::move(callback));
+        },
+        std::move(done));
+}
+
+void etcd_client::remove(pb::DeleteRangeRequest request,
+                         reply_handler<pb::DeleteRangeResponse> done) {
+  unary(std::move(request), call_timeout_,
+        [this](auto* context, auto* req, auto* resp, auto callback) {
+          kv_->async()->DeleteRange(context, req, resp, std::move(callback));
+        },
+        std::move(done));
+}
+
+grpc::Status etcd_client::remove_now(const std::string& key, std::chrono::nanoseconds timeout) {
+  auto context = new_context(timeout);
+  if (!track(context)) return {grpc::StatusCode::CANCELLED, "the provider is shutting down"};
+  pb::DeleteRangeRequest request;
+  request.set_key(key);
+  pb::DeleteRangeResponse response;
+  grpc::Status status = kv_->DeleteRange(context.get(), request, &response);
+  untrack(context);
+  return status;
+}
+
+void etcd_client::grant(pb::LeaseGrantRequest request, std::chrono::nanoseconds timeout,
+                        reply_handler<pb::LeaseGrantResponse> done) {
+  unary(std::move(request), timeout,
+        [this](auto* context, auto* req, auto* resp, auto callback) {
+          lease_->async()->LeaseGrant(context, req, resp, std::move(callback));
+        },
+        std::move(done));
+}
+
+void etcd_client::revoke(pb::LeaseRevokeRequest request, std::chrono::nanoseconds timeout,
+                         reply_handler<pb::LeaseRevokeResponse> done) {
+  unary(std::move(request), timeout,
+        [this](auto* context, auto* req, auto* resp, auto callback) {
+          lease_->async()->LeaseRevoke(context, req, resp, std::move(callback));
+        },
+        std::move(done));
+}
+
+void etcd_client::shutdown(std::chrono::nanoseconds grace) {
+  std::unique_lock lock(mutex_);
+  shut_down_ = true;
+  for (auto& [raw, call] : out_) {
+    if (call.stream) call.context->TryCancel();
+  }
+  idle_.wait_for(lock, grace, [&] { return out_.empty(); });
+  for (auto& [raw, call] : out_) call.context->TryCancel();
+  idle_.wait(lock, [&] { return out_.empty(); });
+}
+
+std::string prefix_end(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    auto& last = reinterpret_cast<unsigned char&>(end.back());
+    if (last < 0xff) {
+      ++last;
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+bool is_transient(const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return true;
+    default:
+      // "etcdserver: leader changed", "no leader", "request timed out": a member between
+      // leaders answers these, and the next try usually lands.
+      return status.error_message().find("leader") != std::string::npos ||
+             status.error_message().find("timed out") != std::string::npos;
+  }
+}
+
+std::string describe(const grpc::Status& status) {
+  static constexpr const char* names[] = {
+      "OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND",
+      "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  const auto code = static_cast<std::size_t>(status.error_code());
+  std::string text = code < std::size(names) ? names[code] : "code " + std::to_string(code);
+  if (!status.error_message().empty()) text += ": " + status.error_message();
+  return text;
+}
+
+}  // namespace dlock::etcd::detail

@@ -1,0 +1,66 @@
+// Private to dlock::etcd: a grant, the key an acquire queued, watched until released.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stop_token>
+#include <string>
+
+#include <dlock/core/backend/lease.hpp>
+
+namespace dlock::etcd::detail {
+
+class etcd_backend;
+
+/// What watches a held key on the io thread: lost when the key is deleted or recreated, or
+/// the provider's lease is lost. Outlives the etcd_lease while its handlers are pending.
+class held_key : public std::enable_shared_from_this<held_key> {
+ public:
+  held_key(std::shared_ptr<etcd_backend> backend, std::string key, std::int64_t lease_id,
+           std::int64_t create_revision, std::stop_source lost);
+  /// Starts watching. io thread.
+  void start();
+  /// Stops watching and deletes the key; `done` gets whether etcd confirmed. io thread.
+  void release(std::function<void(bool confirmed, std::string failure)> done);
+  /// Stops watching (the key stays). io thread.
+  void stop();
+  const std::string& key() const noexcept { return key_; }
+
+ private:
+  void watch_from(std::int64_t revision);
+  void recheck();
+  void lose();
+
+  std::shared_ptr<etcd_backend> backend_;
+  std::string key_;
+  std::int64_t lease_id_;
+  std::int64_t create_revision_;
+  std::stop_source lost_;
+  std::uint64_t listener_ = 0;
+  std::uint64_t watch_ = 0;
+  bool stopped_ = false;
+};
+
+/// A granted key. Its fencing token is the key's create revision.
+class etcd_lease final : public dlock::lease {
+ public:
+  /// Starts watching `key` (call on the io thread).
+  etcd_lease(std::shared_ptr<etcd_backend> backend, std::string key, std::string name,
+             std::int64_t lease_id, std::int64_t create_revision);
+  /// Deletes the key without waiting, if release() did not.
+  ~etcd_lease() override;
+
+  /// Deletes the key: waits (off the io thread) up to release_timeout for the answer, without
+  /// needing the io thread. Throws connection_error when it could not be confirmed (unless the
+  /// lease was lost already).
+  void release() override;
+
+ private:
+  std::shared_ptr<etcd_backend> backend_;
+  std::shared_ptr<held_key> held_;
+  std::string name_;
+  bool released_ = false;
+};
+
+}  // namespace dlock::etcd::detail

@@ -1,0 +1,91 @@
+// Private to dlock::etcd: the provider's one etcd lease, kept alive over a LeaseKeepAlive
+// stream, and what happens when it is lost.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <dlock/core/detail/unique_function.hpp>
+
+#include "bidi_stream.hpp"
+#include "client.hpp"
+
+namespace dlock::etcd::detail {
+
+class etcd_backend;
+
+/// The lease every key of the provider is attached to.
+///
+/// Granted by start(), renewed every ttl/3 on one stream. The lease counts as lost, and every
+/// listener of it hears so once, when etcd answers a keepalive with TTL 0 (expired), or when no
+/// keepalive sent at time t was answered by t + ttl: the server expires the lease no earlier
+/// than ttl after it received the last keepalive it answered, so the holders hear first. The
+/// next acquire grants a new lease. ~ revokes nothing: revoke() does, on shutdown.
+///
+/// Thread safety: the io thread only, except start() and revoke() (see there).
+class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
+ public:
+  using lease_handler = dlock::detail::unique_function<void(std::exception_ptr, std::int64_t)>;
+  using lost_handler = std::function<void(std::exception_ptr)>;
+
+  lease_keeper(etcd_backend& backend, etcd_client& client);
+
+  /// Grants the first lease, waiting up to connect_timeout. Call from a thread other than the
+  /// io thread. Throws connection_error.
+  void start();
+
+  /// Calls `done` with the current lease, granting one first if there is none (then on a later
+  /// turn of the io thread); with connection_error if that fails.
+  void with_lease(lease_handler done);
+
+  /// Calls `on_lost` once if lease `lease_id` is lost (never after forget(id)).
+  std::uint64_t listen(std::int64_t lease_id, lost_handler on_lost);
+  void forget(std::uint64_t listener);
+
+  /// Lease `lease_id` is gone by etcd's word (a put refused with "lease not found").
+  void lease_gone(std::int64_t lease_id);
+
+  /// Stops the keepalives and revokes the lease, waiting up to `timeout` (a blocking gRPC
+  /// call). Call once the io thread has stopped.
+  void revoke(std::chrono::nanoseconds timeout);
+
+ private:
+  using stream = bidi_stream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>;
+  struct listener {
+    std::int64_t lease_id;
+    lost_handler on_lost;
+  };
+
+  void grant();
+  void on_granted(grpc::Status status, const pb::LeaseGrantResponse& response);
+  void tick();
+  void send_keepalive();
+  void on_keepalive(const pb::LeaseKeepAliveResponse& response);
+  void lose(std::int64_t lease_id, const std::string& why);
+
+  etcd_backend& backend_;
+  etcd_client& client_;
+  std::chrono::nanoseconds ttl_;
+  boost::asio::steady_timer timer_;
+  boost::asio::steady_timer reopen_timer_;  // a keepalive soon after a stream broke
+  std::optional<std::int64_t> lease_;
+  bool granting_ = false;
+  std::vector<lease_handler> waiting_;
+  std::shared_ptr<stream> stream_;
+  std::deque<std::chrono::steady_clock::time_point> unanswered_;  // send times, oldest first
+  std::chrono::steady_clock::time_point answered_sent_;  // send time of the last answered one
+  std::map<std::uint64_t, listener> listeners_;
+  std::uint64_t next_listener_ = 1;
+};
+
+}  // namespace dlock::etcd::detail

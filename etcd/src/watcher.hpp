@@ -1,0 +1,62 @@
+// Private to dlock::etcd: one Watch stream per provider, carrying every one-shot watch of its
+// waiters (a predecessor's key, a semaphore's queue) and holders (their own key).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "bidi_stream.hpp"
+#include "client.hpp"
+
+namespace dlock::etcd::detail {
+
+enum class watch_event {
+  deleted,  ///< a key of the watched range was deleted
+  recheck,  ///< the watch ended without telling (stream broken, revision compacted): look again
+};
+
+/// The provider's watches. Each fires once, then is gone. A broken stream fires `recheck` on
+/// every watch, and the next watch opens a new stream.
+///
+/// Thread safety: the io thread only.
+class watcher : public std::enable_shared_from_this<watcher> {
+ public:
+  using handler = std::function<void(watch_event)>;
+
+  explicit watcher(etcd_client& client) : client_(client) {}
+
+  /// Watches deletes of keys in [key, range_end) (range_end empty: `key` alone) from
+  /// `start_revision` on. Returns the id for cancel().
+  std::uint64_t watch(std::string key, std::string range_end, std::int64_t start_revision,
+                      handler on_event);
+  /// Forgets the watch `id` (a no-op if it fired already). Its handler is not called.
+  void cancel(std::uint64_t id);
+  /// Ends the stream; no handler is called after it.
+  void close();
+
+ private:
+  using stream = bidi_stream<pb::WatchRequest, pb::WatchResponse>;
+  struct entry {
+    std::string key;
+    std::string range_end;
+    std::int64_t start_revision = 0;
+    handler on_event;
+  };
+
+  void ensure_stream();
+  void send_create(std::uint64_t id, const entry& e);
+  void on_response(const pb::WatchResponse& response);
+  void on_stream_done(const std::shared_ptr<stream>& ended);
+  void fire(std::uint64_t id, watch_event event);
+
+  etcd_client& client_;
+  std::shared_ptr<stream> stream_;
+  std::map<std::uint64_t, entry> watches_;
+  std::uint64_t next_id_ = 1;
+  bool closed_ = false;
+};
+
+}  // namespace dlock::etcd::detail

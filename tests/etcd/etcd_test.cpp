@@ -1,0 +1,164 @@
+// What only dlock::etcd has: concurrency.Mutex's key layout, interoperability with
+// `etcdctl lock`, the provider's lease, and its URL. The contract suite covers the rest.
+#include <signal.h>
+
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+#include <future>
+#include <sstream>
+
+#include <dlock/dlock.hpp>
+
+#include "etcd_client.hpp"
+#include "support.hpp"
+#include "test_servers.hpp"
+
+using namespace std::chrono_literals;
+using support::unique_name;
+using support::wait_until;
+
+namespace {
+
+std::string standalone_url() { return support::require_test_server_endpoint("DLOCK_TEST_ETCD"); }
+std::string endpoints() { return support::etcd_endpoints(standalone_url()); }
+
+std::shared_ptr<dlock::etcd::provider> make_etcd(const std::string& prefix) {
+  return std::make_shared<dlock::etcd::provider>(
+      dlock::etcd::options{.endpoints = endpoints(), .prefix = prefix, .lease_ttl = 3s});
+}
+
+/// `etcdctl lock <name>`: prints its key once it holds the lock, holds it until SIGINT.
+struct etcdctl_lock {
+  explicit etcdctl_lock(const std::string& name)
+      : process({"/usr/bin/etcdctl", "--endpoints=" + endpoints(), "lock", name}) {}
+  ~etcdctl_lock() {
+    process.signal(SIGINT);  // etcdctl unlocks, then exits
+    (void)process.wait(10s);
+  }
+  support::child_process process;
+};
+
+// Whether etcd knows the lease `hex` now (etcdctl pads its ids to 16 digits, keys do not).
+bool lease_exists(const std::string& hex) {
+  std::istringstream lines(support::etcdctl(endpoints(), {"lease", "list"}));
+  std::string line;
+  std::getline(lines, line);  // "found N leases"
+  while (std::getline(lines, line)) {
+    if (std::stoull(line, nullptr, 16) == std::stoull(hex, nullptr, 16)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a lock's key is concurrency.Mutex's: the queue, then the provider's lease id in hex",
+          "[etcd]") {
+  const std::string prefix = unique_name("layout") + "/";
+  auto etcd = make_etcd(prefix);
+  CHECK(etcd->lock_key_prefix("job") == prefix + "job/");
+  CHECK(etcd->lock_key_prefix("a/b c") == prefix + "a%2Fb%20c/");
+  auto held = etcd->create_lock("job").acquire(10s);
+  const auto keys = support::etcd_keys(endpoints(), prefix);
+  REQUIRE(keys.size() == 1);
+  REQUIRE(keys[0].rfind(prefix + "job/", 0) == 0);
+  const std::string lease_hex = keys[0].substr(prefix.size() + 4);
+  CHECK(lease_exists(lease_hex));
+  // The fencing token is the key's create revision.
+  const std::string json = support::etcdctl(endpoints(), {"get", keys[0], "-w", "json"});
+  CHECK(json.find("\"create_revision\":" + std::to_string(held.fencing_token())) !=
+        std::string::npos);
+}
+
+TEST_CASE("each primitive of a name queues under a prefix of its own", "[etcd]") {
+  const std::string prefix = unique_name("kinds") + "/";
+  auto etcd = make_etcd(prefix);
+  auto lock = etcd->create_lock("a").acquire(10s);
+  auto read = etcd->create_reader_writer_lock("a").acquire_read(10s);
+  auto slot = etcd->create_semaphore("a", 2).acquire(10s);
+  auto second_slot = etcd->create_semaphore("a", 2).acquire(10s);
+  const auto keys = support::etcd_keys(endpoints(), prefix);
+  REQUIRE(keys.size() == 4);
+  CHECK(keys[0].rfind(prefix + ".rw/a/", 0) == 0);
+  CHECK(keys[1].rfind(prefix + ".semaphore/a/", 0) == 0);
+  // One provider's second key in one queue carries a suffix.
+  CHECK(keys[2] == keys[1] + "_1");
+  CHECK(keys[3].rfind(prefix + "a/", 0) == 0);
+}
+
+TEST_CASE("etcdctl lock waits while dlock holds the lock, and takes it once dlock releases",
+          "[etcd][interop]") {
+  const std::string prefix = unique_name("interop") + "/";
+  auto etcd = make_etcd(prefix);
+  auto held = etcd->create_lock("job").acquire(10s);
+  etcdctl_lock other(prefix + "job");
+  // etcdctl queued its key behind ours...
+  REQUIRE(wait_until([&] { return support::etcd_keys(endpoints(), prefix).size() == 2; }));
+  // ... and has not reported the lock as its own.
+  CHECK_FALSE(other.process.read_line(300ms));
+  held.release();
+  const auto line = other.process.read_line(10s);
+  REQUIRE(line);
+  CHECK(line->rfind(prefix + "job/", 0) == 0);
+}
+
+TEST_CASE("dlock waits while etcdctl lock holds the lock, and takes it once etcdctl unlocks",
+          "[etcd][interop]") {
+  const std::string prefix = unique_name("interop") + "/";
+  auto etcd = make_etcd(prefix);
+  auto other = std::make_unique<etcdctl_lock>(prefix + "job");
+  REQUIRE(other->process.read_line(10s));
+  auto lock = etcd->create_lock("job");
+  CHECK_FALSE(lock.try_acquire());
+  auto waiting = lock.async_acquire(20s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return support::etcd_keys(endpoints(), prefix).size() == 2; }));
+  CHECK(waiting.wait_for(0s) == std::future_status::timeout);
+  other.reset();  // SIGINT: etcdctl deletes its key
+  auto held = waiting.get();
+  CHECK(held);
+}
+
+TEST_CASE("revoking the provider's lease marks its locks lost, and the next acquire gets a new "
+          "lease",
+          "[etcd][lost]") {
+  const std::string prefix = unique_name("revoke") + "/";
+  auto etcd = make_etcd(prefix);
+  auto held = etcd->create_lock("job").acquire(10s);
+  const auto keys = support::etcd_keys(endpoints(), prefix);
+  REQUIRE(keys.size() == 1);
+  const std::string lease_hex = keys[0].substr(prefix.size() + 4);
+  support::etcdctl(endpoints(), {"lease", "revoke", lease_hex});
+  REQUIRE(wait_until([&] { return held.lost(); }, 10s));
+  auto again = etcd->create_lock("job").acquire(10s);
+  const auto now = support::etcd_keys(endpoints(), prefix);
+  REQUIRE(now.size() == 1);
+  CHECK(now[0] != keys[0]);
+  CHECK(again.fencing_token() > held.fencing_token());
+}
+
+TEST_CASE("the provider revokes its lease when it goes", "[etcd]") {
+  std::string lease_hex;
+  {
+    const std::string prefix = unique_name("goes") + "/";
+    auto etcd = make_etcd(prefix);
+    auto held = etcd->create_lock("job").acquire(10s);
+    lease_hex = support::etcd_keys(endpoints(), prefix).at(0).substr(prefix.size() + 4);
+    held.release();
+  }
+  CHECK_FALSE(lease_exists(lease_hex));
+}
+
+TEST_CASE("etcd URLs: the path is the key prefix, options are checked", "[etcd][url]") {
+  const std::string prefix = unique_name("url");
+  auto etcd = dlock::make_provider(standalone_url() + "/" + prefix + "?lease=5s");
+  auto held = etcd->create_lock("job").acquire(10s);
+  CHECK(support::etcd_keys(endpoints(), prefix + "/job/").size() == 1);
+  REQUIRE_THROWS_WITH(dlock::make_provider(standalone_url() + "/x?lease=1500ms"),
+                      Catch::Contains("lease_ttl"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(standalone_url() + "/x?leases=5s"),
+                      Catch::Contains("leases"));
+  REQUIRE_THROWS_WITH(dlock::make_provider("etcd:///x"), Catch::Contains("host"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(standalone_url() + "/x?ca=/nonexistent/ca.pem"),
+                      Catch::Contains("/nonexistent/ca.pem"));
+  REQUIRE_THROWS_AS(dlock::make_provider("etcd://127.0.0.1:1/x?connect_timeout=500ms"),
+                    dlock::connection_error);
+}
