@@ -37,6 +37,8 @@ distributed_semaphore provider::create_semaphore(std::string_view name, std::uin
 
 provider_metrics provider::metrics() const noexcept { return service_->stats().snapshot(); }
 
+provider_health provider::health() const { return service_->backend().health(); }
+
 void provider::set_metrics_sink(std::shared_ptr<metrics_sink> sink) {
   service_->stats().set_sink(std::move(sink));
 }

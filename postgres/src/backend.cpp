@@ -75,6 +75,23 @@ std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_reque
   return op;
 }
 
+provider_health postgres_backend::health() const {
+  provider_health health;
+  const auto since = keepalive_ ? keepalive_->silent_since() : std::nullopt;
+  if (!since) return health;
+  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - *since);
+  health.connected = false;
+  health.problems.push_back(message("the server has not answered a keepalive for " +
+                                    std::to_string(silent.count()) +
+                                    " ms (sessions are given up after keepalive = " +
+                                    std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                       options_.keepalive)
+                                                       .count()) +
+                                    " ms)"));
+  return health;
+}
+
 std::optional<std::uint32_t> postgres_backend::current_count(const acquire_request& request) {
   if (running_in_this_thread()) {
     throw std::logic_error("dlock: postgres current_count() on the provider's own thread would "

@@ -35,6 +35,8 @@ class postgres_backend final : public dlock::backend,
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
+  /// Not connected while the server leaves the keepalive unanswered (health.hpp).
+  provider_health health() const override;
 
   /// Makes the session pool and starts its keepalive; called once the backend is owned by a
   /// shared_ptr. Connects nothing yet.

@@ -54,6 +54,7 @@ void keepalive::probe() {
   for (auto& session : sessions) {
     if (session->connection->broken() || waiting(*session)) continue;
     if (session->probe_sent) {
+      if (now - *session->probe_sent >= period_ / 2) note_silence(*session->probe_sent);
       if (now - *session->probe_sent >= period_) {
         session->connection->abandon("no answer to the keepalive within one period");
         continue;
@@ -63,7 +64,23 @@ void keepalive::probe() {
     }
     server_probed = server_probed || !session->reserved;
   }
+  if (!server_probed && silent_since_.load(std::memory_order_relaxed) != 0) {
+    send_probe(pool->session_for_attempt(""), now);  // is the server back?
+    server_probed = true;
+  }
   watch_waits(*pool, server_probed, now);
+}
+
+void keepalive::note_silence(time_point since) noexcept {
+  std::int64_t answering = 0;
+  silent_since_.compare_exchange_strong(answering, since.time_since_epoch().count(),
+                                        std::memory_order_relaxed);
+}
+
+std::optional<std::chrono::steady_clock::time_point> keepalive::silent_since() const noexcept {
+  const std::int64_t since = silent_since_.load(std::memory_order_relaxed);
+  if (since == 0) return std::nullopt;
+  return time_point(std::chrono::steady_clock::duration(since));
 }
 
 void keepalive::send_probe(const std::shared_ptr<pg_session>& session, time_point now) {
@@ -73,6 +90,7 @@ void keepalive::send_probe(const std::shared_ptr<pg_session>& session, time_poin
         session->probe_sent.reset();
         if (auto self = weak.lock(); self && r.ok()) {
           self->heard_ = std::chrono::steady_clock::now();
+          self->silent_since_.store(0, std::memory_order_relaxed);
         }
         if (auto pool = weak_pool.lock()) pool->retire_if_spare(session);
       });

@@ -1,6 +1,8 @@
 // Private to dlock::postgres: the round trips that find a silent session.
 #pragma once
 
+#include <atomic>
+
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -28,18 +30,26 @@ class keepalive : public std::enable_shared_from_this<keepalive> {
   /// Starts ticking; runs until the executor stops or the pool is gone.
   void start();
 
+  /// Since when the server has left a keepalive unanswered for half a period or more, until it
+  /// answers one again (nullopt: it answers). Any thread; for provider::health().
+  std::optional<std::chrono::steady_clock::time_point> silent_since() const noexcept;
+
  private:
   using time_point = std::chrono::steady_clock::time_point;
 
   void schedule();
   void probe();
   void send_probe(const std::shared_ptr<pg_session>& session, time_point now);
+  void note_silence(time_point since) noexcept;
   void watch_waits(session_pool& pool, bool server_probed, time_point now);
 
   boost::asio::steady_timer timer_;
   std::weak_ptr<session_pool> pool_;
   std::chrono::nanoseconds period_;
   time_point heard_{};                    // the server's last answer to a probe
+  // silent_since() as steady_clock ticks, 0 when the server answers. While it is set and no
+  // session is left to probe, a probe opens one, so that the answer that clears it comes.
+  std::atomic<std::int64_t> silent_since_{0};
   std::optional<time_point> waits_since_; // since when waits have been running
 };
 

@@ -11,6 +11,7 @@
 #include "acquire.hpp"
 #include "acquire_answer.hpp"
 #include "lease.hpp"
+#include "redlock.hpp"
 #include "scripts.hpp"
 #include "token.hpp"
 #include "validated_options.hpp"
@@ -115,6 +116,22 @@ std::optional<std::uint32_t> redis_backend::current_count(const acquire_request&
                   std::max<long long>(0, static_cast<long long>(request.max_count) - held)));
             });
       });
+}
+
+provider_health redis_backend::health() const {
+  // A lease confirmed on time keeps at least this much validity: the extension is sent
+  // within extend_every of the last one and answered within command_timeout.
+  const auto on_time = options_.expiry - clock_drift(options_.expiry) - options_.extend_every -
+                       options_.command_timeout;
+  provider_health health;
+  health.overdue_leases = watchdog_.overdue(clock::now(), on_time);
+  if (health.overdue_leases > 0) {
+    health.problems.push_back(message(
+        std::to_string(health.overdue_leases) +
+        " held lease(s) overdue for extension: not confirmed by the server within extend_every "
+        "plus command_timeout; lost when their expiry runs out unconfirmed"));
+  }
+  return health;
 }
 
 std::unique_ptr<lease> redis_backend::grant(const std::string& name, const key_set& keys,

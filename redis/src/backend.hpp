@@ -48,6 +48,8 @@ class redis_backend final : public dlock::backend,
     return dlock::backend::running_in_this_thread() || network_->running_in_this_thread();
   }
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
+  /// Overdue: held leases the watchdog has not had confirmed in time (health.hpp).
+  provider_health health() const override;
   /// On one server, a blocking acquire makes its first attempt on the caller's thread.
   bool acquires_inline() const noexcept override { return nodes_->size() == 1; }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;

@@ -53,6 +53,7 @@ void watchdog::forget(const std::shared_ptr<held_grant>& grant) {
   std::lock_guard lock(mutex_);
   grant->registered = false;
   std::erase(held_, grant);
+  std::erase(ran_out_, grant);
 }
 
 void watchdog::schedule() {
@@ -79,6 +80,7 @@ void watchdog::tick() {
       if (grant->valid_until > now) return false;
       grant->registered = false;
       lost.push_back(grant->lost);
+      ran_out_.push_back(grant);
       return true;
     });
     if (held_.empty()) {
@@ -142,6 +144,16 @@ void watchdog::extend(const std::shared_ptr<held_grant>& grant) {
         owner_.events().background_error(std::make_exception_ptr(connection_error(
             owner_.message("lease extension failed: " + nodes.failures(results), grant->name))));
       });
+}
+
+std::size_t watchdog::overdue(std::chrono::steady_clock::time_point now,
+                              std::chrono::nanoseconds overdue_below) const {
+  std::lock_guard lock(mutex_);
+  std::size_t late = ran_out_.size();
+  for (const auto& grant : held_) {
+    if (grant->valid_until - now < overdue_below) ++late;
+  }
+  return late;
 }
 
 }  // namespace dlock::redis::detail

@@ -46,6 +46,12 @@ class watchdog {
   void watch(std::shared_ptr<held_grant> grant);
   /// Takes `grant` from the watch; it is never extended again.
   void forget(const std::shared_ptr<held_grant>& grant);
+  /// How many watched grants are still waiting, at `now`, for the extension that was due (their
+  /// validity ends within `overdue_below`: expiry minus the extension period and its command
+  /// timeout, for a grant confirmed on time), or ran out unconfirmed and are not released yet.
+  /// Any thread.
+  std::size_t overdue(std::chrono::steady_clock::time_point now,
+                      std::chrono::nanoseconds overdue_below) const;
   /// Drops the timer. Requires: the network thread has stopped.
   void shut_down() noexcept { timer_.reset(); }
 
@@ -55,8 +61,10 @@ class watchdog {
   void extend(const std::shared_ptr<held_grant>& grant);
 
   redis_backend& owner_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<std::shared_ptr<held_grant>> held_;
+  // Grants whose validity ran out unconfirmed, until their handles release them: overdue too.
+  std::vector<std::shared_ptr<held_grant>> ran_out_;
   bool running_ = false;
   std::chrono::steady_clock::time_point next_extension_;
   std::optional<boost::asio::steady_timer> timer_;

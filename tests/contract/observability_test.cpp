@@ -32,6 +32,17 @@ TEST_CASE("current_count reports a semaphore's free slots", "[contract][semaphor
                   std::invalid_argument);
 }
 
+TEST_CASE("a provider whose backend answers is healthy, holding or not", "[contract][health]") {
+  auto provider = backend().make_provider();
+  CHECK(provider->health().ok());
+  auto held = provider->create_lock(unique_name("healthy")).acquire(10s);
+  const auto health = provider->health();
+  CHECK(health.ok());
+  CHECK(health.connected);
+  CHECK(health.overdue_leases == 0);
+  CHECK(health.problems.empty());
+}
+
 TEST_CASE("provider metrics count grants, waits, misses, cancellations and losses",
           "[contract][metrics]") {
   auto provider = backend().make_provider();

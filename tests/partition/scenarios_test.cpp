@@ -57,6 +57,12 @@ std::string describe(const outcome& o) {
          std::to_string(o.took.count()) + " ms";
 }
 
+std::string describe(const dlock::provider_health& health) {
+  std::string text = health.ok() ? "ok" : "";
+  for (const auto& problem : health.problems) text += (text.empty() ? "" : "; ") + problem;
+  return text;
+}
+
 // Runs an acquire and classifies how it ended, measuring from `start`.
 template <class Acquire>
 outcome run_acquire(Acquire&& acquire, clock_type::time_point start) {
@@ -162,6 +168,7 @@ TEST_CASE("a holder cut off is marked lost within its bound and nobody else is g
   auto held = holder->create_lock(name).acquire(10s);
   const std::uint64_t holder_token = held.fencing_token();
   lost_moment marked(held);
+  CHECK(holder->health().ok());
 
   auto cut = s.cut_off();
   const auto cut_at = clock_type::now();
@@ -172,6 +179,10 @@ TEST_CASE("a holder cut off is marked lost within its bound and nobody else is g
   });
   const bool lost = support::wait_until([&] { return held.lost(); }, deadline(s.promised.lost));
   const milliseconds lost_after = since(cut_at);
+  // A liveness check sees the cut no later than the holder does.
+  const auto health = holder->health();
+  INFO(s.backend.name << ": health after the loss: " << describe(health));
+  CHECK_FALSE(health.ok());
   const outcome contended = contending.get();
   cut->heal();
 
@@ -185,6 +196,14 @@ TEST_CASE("a holder cut off is marked lost within its bound and nobody else is g
   REQUIRE(marked.known());
   CHECK(contended.ended >= marked.at());
   CHECK(contended.handle->fencing_token() > holder_token);
+
+  // Healthy again once the path is back and the lost handle is let go.
+  try {
+    held.release();
+  } catch (const dlock::error&) {
+  }
+  CHECK(support::wait_until([&] { return holder->health().ok(); },
+                            deadline(s.promised.lost + s.promised.granted_after)));
 }
 
 TEST_CASE("a waiter cut off fails with connection_error within its bound, sync and async",

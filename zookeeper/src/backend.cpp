@@ -43,6 +43,22 @@ std::shared_ptr<acquire_operation> zookeeper_backend::start_acquire(acquire_requ
   return detail::start_acquire(shared_from_this(), std::move(request), std::move(done));
 }
 
+provider_health zookeeper_backend::health() const {
+  provider_health health;
+  const auto since = session_ ? session_->disconnected_since() : std::nullopt;
+  if (!since) return health;
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const auto outage = duration_cast<milliseconds>(std::chrono::steady_clock::now() - *since);
+  health.connected = false;
+  health.problems.push_back(message(
+      "no server of the ensemble reached for " + std::to_string(outage.count()) +
+      " ms (the session expires after " +
+      std::to_string(duration_cast<milliseconds>(options_.session_timeout).count()) +
+      " ms without one)"));
+  return health;
+}
+
 std::optional<std::uint32_t> zookeeper_backend::current_count(const acquire_request& request) {
   if (running_in_this_thread()) return std::nullopt;  // cannot wait for its own answers
   return count_free_slots(*this, request);

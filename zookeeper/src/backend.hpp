@@ -35,6 +35,8 @@ class zookeeper_backend final : public dlock::backend,
   /// max_count minus the lease nodes now; std::nullopt on the io thread (it cannot wait).
   /// Throws std::invalid_argument when the recorded max_count differs; connection_error.
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
+  /// Not connected while the session has no server (from the first sign of the outage).
+  provider_health health() const override;
 
   /// Opens the session and waits up to connect_timeout for it. Throws connection_error.
   void start() override;

@@ -95,6 +95,7 @@ void zk_session::on_session_event(int state) {
 void zk_session::on_connected() {
   phase_ = phase::connected;
   if (std::exchange(connected_before_, true)) owner_.events().reconnected();
+  disconnected_since_.store(0, std::memory_order_relaxed);
   {
     // The server may have changed the session timeout to fit its [min, max] range.
     std::lock_guard lock(handle_mutex_);
@@ -110,6 +111,19 @@ void zk_session::on_connected() {
   sweep_orphans();
 }
 
+void zk_session::note_disconnection() noexcept {
+  std::int64_t connected = 0;
+  const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  disconnected_since_.compare_exchange_strong(connected, now, std::memory_order_relaxed);
+}
+
+std::optional<std::chrono::steady_clock::time_point> zk_session::disconnected_since()
+    const noexcept {
+  const std::int64_t since = disconnected_since_.load(std::memory_order_relaxed);
+  if (since == 0) return std::nullopt;
+  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
+}
+
 void zk_session::on_auth_failed() {
   auto error = std::make_exception_ptr(
       connection_error(owner_.message("authentication failed for user '" + options_.user + "'")));
@@ -120,6 +134,7 @@ void zk_session::on_auth_failed() {
 void zk_session::on_disconnected() {
   if (phase_ != phase::connected) return;
   phase_ = phase::disconnected;
+  note_disconnection();
   start_disconnect_clock();
 }
 
@@ -170,6 +185,7 @@ void zk_session::on_expired() {
   // Acquires wait for the new session as for a reconnection (up to t/6), even when the
   // outage that ended in the expiry had made the session unreachable.
   phase_ = phase::disconnected;
+  note_disconnection();
   contact_lost_();
   // Ephemeral nodes went with the session: nothing of it is left to delete.
   pending_removes_.clear();

@@ -15,6 +15,7 @@
 //   any --session expired--> holders lost, a new session opens
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -94,12 +95,18 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   /// A session event from the C client, posted to the io thread.
   void on_session_event(int state);
 
+  /// Since when the session has been without a server (nullopt while connected, and before
+  /// the first connection, whose wait reports its own errors). Any thread.
+  std::optional<std::chrono::steady_clock::time_point> disconnected_since() const noexcept;
+
  private:
   enum class phase { connecting, connected, disconnected, unreachable };
 
   void open();
   void on_connected();
   void on_disconnected();
+  /// Records the start of an outage for disconnected_since(), unless one is running.
+  void note_disconnection() noexcept;
   /// Fails acquires after t/6 and marks holders lost after t/3, unless connected meanwhile.
   void start_disconnect_clock();
   void on_unreachable();
@@ -134,6 +141,8 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   // Touched on the io thread only.
   phase phase_ = phase::connecting;
   bool connected_before_ = false;  // the next connection is a reconnection (for metrics)
+  // For health(), from any thread: steady_clock ticks since the disconnection, 0 if connected.
+  std::atomic<std::int64_t> disconnected_since_{0};
   std::chrono::nanoseconds negotiated_timeout_{};
   boost::asio::steady_timer disconnect_timer_;
   std::deque<std::function<void(std::exception_ptr)>> connect_waiters_;

@@ -20,6 +20,7 @@
 #include <dlock/core/distributed_semaphore.hpp>
 #include <dlock/core/durations.hpp>
 #include <dlock/core/errors.hpp>
+#include <dlock/core/health.hpp>
 #include <dlock/core/metrics_sink.hpp>
 
 namespace dlock {
@@ -89,6 +90,12 @@ class provider : public lock_provider,
 
   /// The provider's counters so far. Thread-safe.
   provider_metrics metrics() const noexcept;
+
+  /// Whether the provider can keep what it holds: its connections and sessions are up and no
+  /// lease is overdue for extension (dlock/core/health.hpp). Cheap: it reports what the
+  /// backend's monitors last found, so a liveness probe may call it every second. How soon a
+  /// problem shows is each backend's lost bound (docs/<backend>.md). Thread-safe.
+  provider_health health() const;
 
   /// Sends every event from now on to `sink` as well (null: none, the default): acquires with
   /// their outcome and wait, releases with their hold time, losses when they happen, lease

@@ -25,6 +25,7 @@
 #include <dlock/core/backend/lease.hpp>
 #include <dlock/core/detail/unique_function.hpp>
 #include <dlock/core/errors.hpp>
+#include <dlock/core/health.hpp>
 #include <dlock/core/lock_kind.hpp>
 
 namespace dlock {
@@ -136,6 +137,11 @@ class backend {
   /// tell (the default). Throws what an acquire of `request` would (connection_error,
   /// std::invalid_argument).
   virtual std::optional<std::uint32_t> current_count(const acquire_request& request);
+
+  /// What provider::health() reports (the default: healthy, for backends that keep nothing
+  /// that can break, like file and memory). Thread-safe; cheap (no round trip): it reports
+  /// what the backend's monitors last found.
+  virtual provider_health health() const { return {}; }
 
   /// Called once by core when it takes the backend over, before start().
   void attach_events(std::shared_ptr<backend_events> events) noexcept;
