@@ -73,11 +73,30 @@ std::optional<dlock::lock_handle> outcome_of(pending_grant& grant) {
   return grant.get();
 }
 
+// What the server holds for `name` once it stopped changing by itself: an acquire may return
+// while its grant still spreads (RedLock answers on a majority; the last node's write lands
+// later), and that is no trace of the wait that follows.
+std::optional<std::vector<std::string>> settled_footprint(const std::string& name) {
+  auto last = backend().server_footprint(name);
+  auto unchanged_since = std::chrono::steady_clock::now();
+  wait_until(
+      [&] {
+        auto now = backend().server_footprint(name);
+        if (now != last) {
+          last = std::move(now);
+          unchanged_since = std::chrono::steady_clock::now();
+        }
+        return std::chrono::steady_clock::now() - unchanged_since >= 200ms;
+      },
+      5s);
+  return last;
+}
+
 // A name held as `c` says, a waiter's provider, and what the server holds before the wait.
 struct held_name {
   held_name(const contention& c, const std::string& base)
       : c(c), name(unique_name(base)), held(c.hold(*holder, name)),
-        before(backend().server_footprint(name)) {}
+        before(settled_footprint(name)) {}
 
   bool footprint_as_before() const {
     return !before || wait_until([&] { return backend().server_footprint(name) == before; });
