@@ -150,7 +150,8 @@ TEST_CASE("a timed-out wait leaves nothing on the server", "[contract][cancel]")
   for (const contention& c : contentions()) {
     DYNAMIC_SECTION(c.what) {
       held_name scene(c, "timed-out");
-      auto waiting = c.wait(*scene.waiter, scene.name, 200ms, {});
+      // Long enough for the first attempt to come back and the wait to begin, under load.
+      auto waiting = c.wait(*scene.waiter, scene.name, 500ms, {});
       CHECK_FALSE(outcome_of(waiting));
       CHECK(scene.waiter->metrics().waits == 1);
       CHECK(scene.footprint_as_before());
