@@ -36,7 +36,7 @@ file_acquire::file_acquire(std::shared_ptr<file_backend> backend, acquire_reques
   }
 }
 
-// The inline path's attempt ends here, holding the writers file when the lock file was taken.
+// An inline attempt that got the writers file but not the lock file lets go of it here.
 file_acquire::~file_acquire() { drop_writers_file(); }
 
 void file_acquire::start() {

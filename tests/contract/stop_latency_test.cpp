@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <stop_token>
 #include <thread>
@@ -92,53 +93,75 @@ std::string summary(const std::vector<clock_type::duration>& sorted) {
   return text.str();
 }
 
+// One way of waiting, blocking or async, behind its own holder, and what its stops took.
+struct measured_case {
+  measured_case(const way_to_wait& way, bool async)
+      : way(way), async(async), held(way.hold(*holder, name)) {}
+
+  std::string what() const { return way.what + (async ? ", async" : ", blocking"); }
+
+  // Starts a wait, stops it once it waits, and records how long the stop took.
+  void sample() {
+    std::stop_source stop;
+    ending end;
+    std::jthread blocking;
+    if (async) {
+      way.start(*waiter, name, stop.get_token(),
+                [&end](std::exception_ptr e, dlock::lock_handle) { end.record(e); });
+    } else {
+      blocking = std::jthread([&] {
+        try {
+          (void)way.block(*waiter, name, stop.get_token());
+          end.record(nullptr);
+        } catch (...) {
+          end.record(std::current_exception());
+        }
+      });
+    }
+    ++waits;
+    REQUIRE(wait_until([&] { return waiter->metrics().waits == waits; }));
+    const auto stopped_at = clock_type::now();
+    stop.request_stop();
+    REQUIRE(wait_until([&] { return end.done.load(); }));
+    latencies.push_back(end.at - stopped_at);
+    try {
+      if (end.error) std::rethrow_exception(end.error);
+      ++not_cancelled;
+    } catch (const dlock::cancelled_error&) {
+    } catch (...) {
+      ++not_cancelled;
+    }
+  }
+
+  const way_to_wait& way;
+  bool async;
+  const std::string name = unique_name("stop-latency");
+  std::shared_ptr<dlock::provider> holder = backend().make_provider();
+  std::shared_ptr<dlock::provider> waiter = backend().make_provider();
+  dlock::lock_handle held;
+  std::uint64_t waits = 0;
+  int not_cancelled = 0;
+  std::vector<clock_type::duration> latencies;
+};
+
 }  // namespace
 
 TEST_CASE("a stop request ends a wait within 100 ms (p99)", "[contract][cancel][latency]") {
-  for (const way_to_wait& way : ways_to_wait()) {
-    for (const bool async : {false, true}) {
-      DYNAMIC_SECTION(way.what << (async ? ", async" : ", blocking")) {
-        const auto name = unique_name("stop-latency");
-        auto holder = backend().make_provider();
-        auto waiter = backend().make_provider();
-        auto held = way.hold(*holder, name);
-        std::vector<clock_type::duration> latencies;
-        int not_cancelled = 0;
-        for (int i = 0; i < samples; ++i) {
-          std::stop_source stop;
-          ending end;
-          std::jthread blocking;
-          if (async) {
-            way.start(*waiter, name, stop.get_token(),
-                      [&end](std::exception_ptr e, dlock::lock_handle) { end.record(e); });
-          } else {
-            blocking = std::jthread([&] {
-              try {
-                (void)way.block(*waiter, name, stop.get_token());
-                end.record(nullptr);
-              } catch (...) {
-                end.record(std::current_exception());
-              }
-            });
-          }
-          REQUIRE(wait_until([&] { return waiter->metrics().waits == std::uint64_t(i) + 1; }));
-          const auto stopped_at = clock_type::now();
-          stop.request_stop();
-          REQUIRE(wait_until([&] { return end.done.load(); }));
-          latencies.push_back(end.at - stopped_at);
-          try {
-            if (end.error) std::rethrow_exception(end.error);
-            ++not_cancelled;
-          } catch (const dlock::cancelled_error&) {
-          } catch (...) {
-            ++not_cancelled;
-          }
-        }
-        CHECK(not_cancelled == 0);
-        std::sort(latencies.begin(), latencies.end());
-        INFO(summary(latencies));
-        CHECK(latencies[samples * 99 / 100 - 1] < bound);
-      }
-    }
+  const auto ways = ways_to_wait();
+  std::vector<std::unique_ptr<measured_case>> cases;
+  for (const way_to_wait& way : ways) {
+    for (const bool async : {false, true}) cases.push_back(std::make_unique<measured_case>(way, async));
+  }
+  // Round-robin over the cases: a stall of the whole machine (a loaded CI runner) then costs
+  // each case one slow sample, where sample after sample of one case would fail it.
+  for (int i = 0; i < samples; ++i) {
+    for (auto& c : cases) c->sample();
+  }
+  for (auto& c : cases) {
+    INFO(c->what());
+    CHECK(c->not_cancelled == 0);
+    std::sort(c->latencies.begin(), c->latencies.end());
+    INFO(summary(c->latencies));
+    CHECK(c->latencies[samples * 99 / 100 - 1] < bound);
   }
 }
