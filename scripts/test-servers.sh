@@ -673,6 +673,8 @@ write_group_env() {
     postgres)
       printf 'export DLOCK_TEST_POSTGRES=postgres://dlock:dlock@127.0.0.1:%s/dlock_test\n' \
         "$(server_port postgres)"
+      # The CA of its TLS certificate (shared with the redis-tls group).
+      echo "export DLOCK_TEST_TLS_DIR=$(tls_dir)"
       ;;
     zookeeper)
       ports=("$(server_port zk1)" "$(server_port zk2)" "$(server_port zk3)")
