@@ -150,3 +150,20 @@ TEST_CASE("a Unix socket takes a database option, and a missing socket is a conn
                       Catch::Contains("/nonexistent/redis.sock") &&
                           Catch::Contains("No such file"));
 }
+
+TEST_CASE("RedLock over TLS: a majority of servers that pass verification grants, and a "
+          "minority is a connection_error naming the server that failed", "[redis][tls]") {
+  const auto host_of = [](const char* server) { return endpoint_of(server); };
+  const std::string good_two = "rediss://" + host_of("DLOCK_TEST_REDIS_TLS") + "," +
+                               host_of("DLOCK_TEST_REDIS_MTLS") + "," +
+                               host_of("DLOCK_TEST_REDIS_TLS_EXPIRED");
+  require_granted(good_two + "?prefix=" + unique_name("redlock-tls") + ":&" +
+                  with_client_certificate());
+  // Without the client certificate only one of the three lets us in.
+  auto locks = dlock::make_provider(good_two + "?prefix=" + unique_name("redlock-tls") + ":&" +
+                                    trusting_the_test_ca());
+  REQUIRE_THROWS_WITH(locks->create_lock("x").try_acquire(),
+                      Catch::Contains(host_of("DLOCK_TEST_REDIS_TLS_EXPIRED") +
+                                      ": cannot connect: TLS handshake failed") &&
+                          Catch::Contains("certificate has expired"));
+}
