@@ -29,10 +29,24 @@ void load(std::string& failure, const char* option, const std::string& file, Loa
   if (error) failure = what + error.message();
 }
 
+/// Initializes OpenSSL without its clean-up at exit: a provider dropped while a command was in
+/// flight keeps its network thread until the reply, which may come after main() returned, and
+/// OpenSSL freed under that thread's TLS connections would crash it. The operating system
+/// reclaims the memory at exit anyway. Only the first initialization in a process decides: a
+/// library that used OpenSSL earlier (libpq, for one) may have asked for the clean-up already.
+boost::asio::ssl::context::method initialized_openssl() {
+  static const bool initialized = [] {
+    OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, nullptr);
+    return true;
+  }();
+  (void)initialized;
+  return boost::asio::ssl::context::tls_client;
+}
+
 }  // namespace
 
 tls_client::tls_client(const tls_options& tls)
-    : context_(boost::asio::ssl::context::tls_client),
+    : context_(initialized_openssl()),
       verify_(tls.verify),
       server_name_(tls.server_name) {
   context_.set_options(boost::asio::ssl::context::default_workarounds |
