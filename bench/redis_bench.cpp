@@ -1,10 +1,13 @@
 // dlock-redis-bench: the Redis backend beside the raw hiredis floor, in the same run.
 //
 //   dlock-redis-bench redis://127.0.0.1:6379 [--iterations N] [--handoffs N] [--seconds S]
-//                     [--held N]
+//                     [--held N] [--compare URL]...
 //
 // floor: one SET NX PX and one EVALSHA compare-and-delete on a raw synchronous hiredis
 //   connection, N times; then dlock's uncontended acquire + release, N times.
+// compare: dlock's uncontended acquire + release over another URL of the same server (rediss://
+//   with its TLS options, redis+unix://) and over plain TCP, interleaved in blocks of 100, N
+//   times each, and the ratio of their medians.
 // pub/sub round trip: PUBLISH on one raw connection until the message is read on another.
 // handoff: two processes take turns on one lock (bench_support.hpp), release to acquire.
 // contention: 8 processes acquire and release one name for S seconds: grants per second and
@@ -172,13 +175,18 @@ void watchdog_cost(const std::string& url, redisContext* c, int held_count, int 
 int main(int argc, char** argv) try {
   if (argc < 2) {
     std::cerr << "usage: dlock-redis-bench redis://host:port [--iterations N] [--handoffs N]"
-                 " [--seconds S] [--held N]\n";
+                 " [--seconds S] [--held N] [--compare URL]...\n";
     return 64;
   }
   const std::string endpoint = argv[1];
   int iterations = 20000, handoffs = 2000, seconds = 5, held_count = 10000;
+  std::vector<std::string> compared;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string arg = argv[i];
+    if (arg == "--compare") {
+      compared.emplace_back(argv[i + 1]);
+      continue;
+    }
     const int value = std::stoi(argv[i + 1]);
     if (arg == "--iterations") {
       iterations = value;
@@ -214,6 +222,31 @@ int main(int argc, char** argv) try {
     print_row("raw SET NX PX + EVALSHA delete (the floor)", floor, iterations);
     print_row("dlock acquire+release, uncontended", ours, iterations);
     std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
+    // Interleaved in blocks, so that both see the same load (on a shared machine, medians of
+    // consecutive runs differ by more than what is compared).
+    for (const std::string& other : compared) {
+      const char separator = other.find('?') == std::string::npos ? '?' : '&';
+      auto over = dlock::make_provider(other + separator + "prefix=dlock-bench-" +
+                                       std::to_string(::getpid()) + ":");
+      auto other_lock = over->create_lock("uncontended-compared");
+      uncontended(other_lock, iterations / 10);  // warm-up
+      std::vector<double> plain_samples, other_samples;
+      constexpr int block = 100;
+      for (int done = 0; done < iterations; done += block) {
+        const auto p = uncontended(lock, block);
+        const auto o = uncontended(other_lock, block);
+        plain_samples.insert(plain_samples.end(), p.begin(), p.end());
+        other_samples.insert(other_samples.end(), o.begin(), o.end());
+      }
+      const auto plain = summarize(plain_samples);
+      const auto theirs = summarize(other_samples);
+      // The scheme alone: the URL's options name files of no interest here.
+      print_row("  interleaved: dlock over plain TCP", plain, plain_samples.size());
+      print_row("  interleaved: dlock over " + other.substr(0, other.find("://") + 3), theirs,
+                other_samples.size());
+      std::printf("%-44s median %9.2fx\n", "  ratio to plain TCP",
+                  theirs.median_us / plain.median_us);
+    }
   }
   const auto pubsub = summarize(pubsub_round_trip(host, port, iterations / 10));
   const auto handed = summarize(handoff_samples);

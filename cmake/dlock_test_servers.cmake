@@ -1,7 +1,8 @@
 # Real servers for the tests: CTest fixtures around scripts/test-servers.sh.
 #
 # For each networked backend whose client library is installed, this defines a fixture
-# `<server>_server` (redis_server, postgres_server, zookeeper_server, etcd_server): the setup test
+# `<server>_server` (redis_server, redis_tls_server, postgres_server, zookeeper_server, etcd_server,
+# mariadb_server): the setup test
 # `servers/start-<server>` starts the servers once per ctest run and the cleanup test
 # `servers/stop-<server>` stops them after the last test that needs them. A test opts in with
 # FIXTURES_REQUIRED <server>_server and LABELS <server>; it finds the endpoints through
@@ -62,12 +63,18 @@ endif()
 # Like support::test_servers_state_dir(), an environment variable DLOCK_TEST_STATE_DIR at ctest
 # time wins over the configured directory, so that two runs in one build tree can use two sets of
 # servers.
+# An optional second argument names the script's server group when it differs (redis_tls: the
+# group redis-tls).
 function(dlock_add_test_server_fixture server)
+  set(group ${server})
+  if(ARGC GREATER 1)
+    set(group ${ARGV1})
+  endif()
   set(script "${DLOCK_TEST_SERVERS_SCRIPT}" --default-state-dir "${DLOCK_TEST_STATE_DIR}")
-  add_test(NAME servers/start-${server} COMMAND ${script} start --owner ctest ${server})
+  add_test(NAME servers/start-${server} COMMAND ${script} start --owner ctest ${group})
   set_tests_properties(servers/start-${server} PROPERTIES
     FIXTURES_SETUP ${server}_server LABELS "${server}" TIMEOUT 180)
-  add_test(NAME servers/stop-${server} COMMAND ${script} stop --owner ctest ${server})
+  add_test(NAME servers/stop-${server} COMMAND ${script} stop --owner ctest ${group})
   set_tests_properties(servers/stop-${server} PROPERTIES
     FIXTURES_CLEANUP ${server}_server LABELS "${server}" TIMEOUT 120)
 endfunction()
@@ -85,6 +92,12 @@ foreach(server IN ITEMS redis postgres zookeeper etcd)
     message(STATUS "dlock: ${server} server tests skipped: ${dlock_test_missing_library_${server}} not found")
   endif()
 endforeach()
+# Redis over TLS (servers with certificates of a test CA that the script makes with openssl) and
+# over a Unix socket: fixture redis_tls_server, label redis_tls, so that the plain Redis tests
+# never wait for these servers.
+if(DLOCK_TEST_SERVER_REDIS)
+  dlock_add_test_server_fixture(redis_tls redis-tls)
+endif()
 
 if(DLOCK_TEST_SERVER_MARIADB)
   dlock_add_test_server_fixture(mariadb)

@@ -17,14 +17,14 @@ readonly port_low=15000
 readonly port_span=17000
 readonly port_attempts=3
 readonly postgres_bin=${DLOCK_POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
-readonly all_groups=(redis postgres zookeeper mariadb etcd)
+readonly all_groups=(redis redis-tls postgres zookeeper mariadb etcd)
 
 usage() {
   cat <<'EOF'
 usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-set] COMMAND [ARGS]
 
-  start [--owner NAME] [redis|postgres|zookeeper|mariadb|etcd ...]  start (default: all); reuse healthy ones
-  stop [--owner NAME] [redis|postgres|zookeeper|mariadb|etcd ...]   stop (default: all; with --owner only
+  start [--owner NAME] [GROUP ...]                      start (default: all); reuse healthy ones
+  stop [--owner NAME] [GROUP ...]                       stop (default: all; with --owner only
                                                          the groups that NAME started)
   status                                                one line per server; exit 3 if any is down
   env                                                   print the endpoints file
@@ -36,7 +36,10 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
                                                          name / Postgres application_name /
                                                          MariaDB user)
 
+  GROUPs: redis postgres zookeeper redis-tls mariadb etcd
   IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3 mariadb etcd etcd1 etcd2 etcd3
+       redis-tls redis-mtls redis-expired redis-unix (group redis-tls: TLS servers with certificates
+       from a test CA in <state directory>/tls, which PostgreSQL also serves TLS with, and a Unix socket)
   The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
   else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
 
@@ -81,6 +84,7 @@ in_netns=()
 group_members() {
   case "$1" in
     redis) echo redis redlock1 redlock2 redlock3 ;;
+    redis-tls) echo redis-tls redis-mtls redis-expired redis-unix ;;
     postgres) echo postgres ;;
     zookeeper) echo zookeeper zk1 zk2 zk3 ;;
     mariadb) echo mariadb ;;
@@ -93,6 +97,7 @@ group_members() {
 group_of() {
   case "$1" in
     redis | redlock[123]) echo redis ;;
+    redis-tls | redis-mtls | redis-expired | redis-unix) echo redis-tls ;;
     postgres) echo postgres ;;
     zookeeper | zk[123]) echo zookeeper ;;
     mariadb) echo mariadb ;;
@@ -101,7 +106,7 @@ group_of() {
   esac
 }
 
-require_group() { group_members "$1" >/dev/null || die "unknown server group '$1' (redis, postgres, zookeeper, mariadb, etcd)"; }
+require_group() { group_members "$1" >/dev/null || die "unknown server group '$1' (${all_groups[*]})"; }
 require_server_id() { group_of "$1" >/dev/null || die "unknown server id '$1' (see: $0 help)"; }
 
 server_dir() { echo "$state_dir/$1"; }
@@ -149,7 +154,7 @@ process_is_server() {
   { cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline"); } 2>/dev/null || return 1
   port=$(server_port "$id") || return 1
   case "$(group_of "$id")" in
-    redis) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
+    redis | redis-tls) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
     postgres) [[ $cmdline == *postgres*"$(server_dir "$id")/data"* ]] ;;
     zookeeper) [[ $cmdline == *QuorumPeerMain*"$(server_dir "$id")/zoo.cfg"* ]] ;;
     mariadb) [[ $cmdline == *mariadbd*"$(server_dir "$id")/data"* ]] ;;
@@ -278,7 +283,7 @@ server_answers() {
   local mode
   case "$(group_of "$1")" in
     etcd) etcd_answers "$1" ;;
-    redis) redis_answers "$1" ;;
+    redis | redis-tls) redis_answers "$1" ;;
     postgres) postgres_answers "$1" ;;
     mariadb) mariadb_answers "$1" ;;
     zookeeper)
@@ -364,10 +369,83 @@ launch_redis() {
   # only from this host's root namespace.
   local protected=yes
   $partition_set && protected=no
-  # shellcheck disable=SC2046 # one argument per address
+  # shellcheck disable=SC2046 # one argument per address and per listener option
   setsid "${in_netns[@]}" redis-server --bind $(listen_addresses "$id") --port "$port" --save '' --appendonly no --dir "$dir" \
-    --protected-mode "$protected" --daemonize no </dev/null >>"$dir/server.log" 2>&1 9>&- &
+    --protected-mode "$protected" --daemonize no $(redis_listener_arguments "$id") </dev/null >>"$dir/server.log" 2>&1 9>&- &
   echo $! >"$dir/pid"
+}
+
+# The redis-tls group's servers keep their plain port (readiness checks, the tests' own probes)
+# and add what they are for: a TLS port with a certificate of the test CA (redis-tls: client
+# certificates optional; redis-mtls: required; redis-expired: an expired certificate), or a
+# Unix socket.
+redis_listener_arguments() {
+  local id=$1 tls
+  tls=$(tls_dir)
+  case "$id" in
+    redis-tls | redis-mtls | redis-expired)
+      local cert=server auth=optional
+      [[ $id == redis-expired ]] && cert=expired
+      [[ $id == redis-mtls ]] && auth=yes
+      echo "--tls-port $(cat "$(server_dir "$id")/tls_port") --tls-cert-file $tls/$cert.crt" \
+        "--tls-key-file $tls/$cert.key --tls-ca-cert-file $tls/ca.crt --tls-auth-clients $auth"
+      ;;
+    redis-unix) echo "--unixsocket $(redis_socket_path) --unixsocketperm 700" ;;
+  esac
+}
+
+# A Unix socket path is limited to 107 bytes; a deep state directory gets a short one under
+# $TMPDIR instead (recorded, so that every later command finds it).
+redis_socket_path() {
+  local dir record
+  dir=$(server_dir redis-unix)
+  record=$dir/socket_path
+  if [[ ! -f $record ]]; then
+    if ((${#dir} > 90)); then
+      mktemp -u "${TMPDIR:-/tmp}/dlock-redis-XXXXXX.sock" >"$record"
+    else
+      echo "$dir/redis.sock" >"$record"
+    fi
+  fi
+  cat "$record"
+}
+
+tls_dir() { echo "$state_dir/tls"; }
+
+# Makes the test CA and the certificates it signs, once per state directory: server.crt for
+# localhost and 127.0.0.1, client.crt for mutual TLS, expired.crt (expired yesterday), and
+# other-ca.crt, an unrelated CA that signed nothing here. Keys are unencrypted.
+make_test_certificates() {
+  local dir
+  dir=$(tls_dir)
+  [[ -f $dir/complete ]] && return 0
+  command -v openssl >/dev/null || die "openssl not found: apt-get install openssl"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  (
+    cd "$dir"
+    make_ca() { openssl req -x509 -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.crt" -days 3650 -subj "/CN=$2"; }
+    # sign NAME CN DAYS [SAN]: a key and a certificate signed by the test CA.
+    sign() {
+      openssl req -newkey rsa:2048 -nodes -keyout "$1.key" -out "$1.csr" -subj "/CN=$2"
+      if [[ -n ${4:-} ]]; then printf 'subjectAltName=%s\n' "$4" >"$1.ext"; else : >"$1.ext"; fi
+      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days "$3" \
+        -extfile "$1.ext" -out "$1.crt"
+    }
+    make_ca ca "dlock test CA"
+    make_ca other-ca "dlock unrelated test CA"
+    sign server localhost 3650 "DNS:localhost,IP:127.0.0.1"
+    sign client "dlock test client" 3650
+    sign expired localhost -1 "DNS:localhost,IP:127.0.0.1"
+    rm -f ./*.csr ./*.ext
+    chmod 644 ./*.crt
+    chmod 600 ./*.key
+  ) >"$dir/openssl.log" 2>&1 || {
+    say "making the test certificates failed:"
+    tail -n 20 "$dir/openssl.log" | sed 's/^/  openssl| /' >&2
+    return 1
+  }
+  touch "$dir/complete"
 }
 
 run_as_postgres=()
@@ -458,7 +536,7 @@ launch_server() {
   stat -c %s "$(server_log "$1")" >"$(server_dir "$1")/log_offset" 2>/dev/null ||
     echo 0 >"$(server_dir "$1")/log_offset"
   case "$(group_of "$1")" in
-    redis) launch_redis "$1" ;;
+    redis | redis-tls) launch_redis "$1" ;;
     postgres) launch_postgres ;;
     zookeeper) launch_zookeeper "$1" ;;
     mariadb) launch_mariadb ;;
@@ -482,6 +560,10 @@ assign_ports() {
       pick_free_port
       echo "$free_port" >"$dir/peer_port"
     fi
+    if [[ $id == redis-tls || $id == redis-mtls || $id == redis-expired ]]; then
+      pick_free_port
+      echo "$free_port" >"$dir/tls_port"
+    fi
     if is_ensemble_member "$id"; then
       pick_free_port
       echo "$free_port" >"$dir/quorum_port"
@@ -503,7 +585,16 @@ full_page_writes = off
 max_connections = 200
 max_locks_per_transaction = 256
 shared_buffers = 32MB
+# TLS with the test CA's server certificate, copied beside the data (the server wants its key
+# to belong to it); plain connections stay accepted (pg_hba's host lines match both).
+ssl = on
+ssl_cert_file = 'server.crt'
+ssl_key_file = 'server.key'
 EOF
+  install -m 600 "$(tls_dir)/server.crt" "$(tls_dir)/server.key" "$(server_dir postgres)/data/"
+  if ((EUID == 0)); then
+    chown postgres:postgres "$(server_dir postgres)/data/server.crt" "$(server_dir postgres)/data/server.key"
+  fi
 }
 
 init_postgres_cluster() {
@@ -690,9 +781,22 @@ write_group_env() {
       printf 'export DLOCK_TEST_REDIS=redis://127.0.0.1:%s\n' "$(server_port redis)"
       printf 'export DLOCK_TEST_REDLOCK=redis://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
       ;;
+    redis-tls)
+      # Without options (the tests add tls_ca=$DLOCK_TEST_TLS_DIR/ca.crt and the like), and each
+      # server's plain port too (*_PLAIN), for the tests' own look at the server.
+      echo "export DLOCK_TEST_TLS_DIR=$(tls_dir)"
+      echo "export DLOCK_TEST_REDIS_TLS=rediss://127.0.0.1:$(cat "$(server_dir redis-tls)/tls_port")"
+      echo "export DLOCK_TEST_REDIS_TLS_PLAIN=redis://127.0.0.1:$(server_port redis-tls)"
+      echo "export DLOCK_TEST_REDIS_MTLS=rediss://127.0.0.1:$(cat "$(server_dir redis-mtls)/tls_port")"
+      echo "export DLOCK_TEST_REDIS_TLS_EXPIRED=rediss://127.0.0.1:$(cat "$(server_dir redis-expired)/tls_port")"
+      echo "export DLOCK_TEST_REDIS_UNIX=redis+unix://$(redis_socket_path)"
+      echo "export DLOCK_TEST_REDIS_UNIX_PLAIN=redis://127.0.0.1:$(server_port redis-unix)"
+      ;;
     postgres)
       printf 'export DLOCK_TEST_POSTGRES=postgres://dlock:dlock@127.0.0.1:%s/dlock_test\n' \
         "$(server_port postgres)"
+      # The CA of its TLS certificate (shared with the redis-tls group).
+      echo "export DLOCK_TEST_TLS_DIR=$(tls_dir)"
       ;;
     zookeeper)
       ports=("$(server_port zk1)" "$(server_port zk2)" "$(server_port zk3)")
@@ -768,6 +872,9 @@ remove_group() {
   local group=$1 id socket_dir
   # shellcheck disable=SC2046 # the member list is meant to split
   stop_servers $(group_members "$group") || die "$group: could not stop every server"
+  if [[ $group == redis-tls && -f "$(server_dir redis-unix)/socket_path" ]]; then
+    rm -f "$(redis_socket_path)"
+  fi
   if [[ $group == postgres && -f "$(server_dir postgres)/socket_dir" ]]; then
     socket_dir=$(postgres_socket_dir)
     [[ $socket_dir == "$(server_dir postgres)/socket" ]] || rm -rf "$socket_dir"
@@ -843,7 +950,7 @@ start_group() {
 
 check_group_prerequisites() {
   case "$1" in
-    redis)
+    redis | redis-tls)
       if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
         die "redis-server or redis-cli not found: apt-get install redis-server redis-tools (or scripts/setup-debian.sh --servers)"
       fi
@@ -924,6 +1031,10 @@ command_start() {
     assign_ports "$group"
     to_start+=("$group")
   done
+  # Before the groups start in parallel: the TLS servers and PostgreSQL share the test CA.
+  if [[ " ${to_start[*]} " == *" redis-tls "* || " ${to_start[*]} " == *" postgres "* ]]; then
+    make_test_certificates || die "cannot make the test certificates in $(tls_dir)"
+  fi
   for group in "${to_start[@]}"; do
     start_group "$group" "$owner" &
     jobs+=($!)
@@ -1105,7 +1216,7 @@ command_kill_connections() {
   require_running "$id" >/dev/null
   port=$(server_port "$id")
   case "$(group_of "$id")" in
-    redis)
+    redis | redis-tls)
       # CLIENT LIST runs on its own connection, which is closed before the kills.
       ids=$("${in_netns[@]}" timeout 5 redis-cli -h 127.0.0.1 -p "$port" CLIENT LIST |
         sed -n 's/^id=\([0-9]*\) .* name=\([^ ]*\) .*/\1 \2/p' | ids_with_name_matching "$glob")

@@ -146,26 +146,29 @@ void connection::read() {
                                                 : "connection lost: " + t->failure_text(error));
           return;
         }
-        received(bytes);
-        if (t == transport_) read();
+        // A reply's handler may have ended the connection, or the provider that owns it.
+        if (received(bytes) && t == transport_) read();
       });
 }
 
 // Hands every complete reply to the command waiting for it (or, on a subscriber connection, to
-// on_message). A handler may drop the connection: then the rest is not for anyone any more.
-void connection::received(std::size_t bytes) {
+// on_message). A handler may drop the connection: then the rest is not for anyone any more. It
+// may even destroy it (its lease ends the provider's last owner, on this thread, as hiredis
+// allowed inside its callbacks): then this returns false at once, touching nothing.
+bool connection::received(std::size_t bytes) {
+  const std::weak_ptr<bool> alive = alive_;
   const std::shared_ptr<transport> current = transport_;
   if (redisReaderFeed(reader_.get(), buffers_->input.data(), bytes) != REDIS_OK) {
     drop(std::string("protocol error: ") + reader_->errstr);
-    return;
+    return true;
   }
   while (transport_ == current) {
     void* raw = nullptr;
     if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
       drop(std::string("protocol error: ") + reader_->errstr);
-      return;
+      return true;
     }
-    if (raw == nullptr) return;
+    if (raw == nullptr) return true;
     reply value = copy_reply(*static_cast<redisReply*>(raw));
     freeReplyObject(raw);
     if (!awaited_.empty()) {
@@ -175,7 +178,9 @@ void connection::received(std::size_t bytes) {
     } else if (on_message_) {
       on_message_(value);
     }
+    if (alive.expired()) return false;
   }
+  return true;
 }
 
 void connection::arm_timeout() {

@@ -77,7 +77,8 @@ class connection {
   void send(const std::vector<std::string>& arguments, reply_handler done);
   void flush();
   void read();
-  void received(std::size_t bytes);
+  /// Returns false when a handler destroyed the connection.
+  bool received(std::size_t bytes);
   void arm_timeout();
 
   boost::asio::any_io_executor executor_;

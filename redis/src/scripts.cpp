@@ -162,30 +162,33 @@ if count > 0 and stored and tonumber(stored) ~= max_count then return {-2, tonum
 return {count, max_count}
 )lua";
 
-script make_script(std::string source) {
+// Never destroyed: a provider dropped inside one of its own handlers lets its network thread
+// finish that handler after the last owner is gone, which may be after main() returned and
+// static objects were destroyed.
+const script& make_script(std::string source) {
   std::string sha1 = naming::sha1_hex(source);
-  return script{std::move(source), std::move(sha1)};
+  return *new script{std::move(source), std::move(sha1)};
 }
 
 }  // namespace
 
 const script& acquire_script() {
-  static const script instance = make_script(std::string(now_function) + acquire_body);
+  static const script& instance = make_script(std::string(now_function) + acquire_body);
   return instance;
 }
 
 const script& release_script() {
-  static const script instance = make_script(release_body);
+  static const script& instance = make_script(release_body);
   return instance;
 }
 
 const script& extend_script() {
-  static const script instance = make_script(std::string(now_function) + extend_body);
+  static const script& instance = make_script(std::string(now_function) + extend_body);
   return instance;
 }
 
 const script& count_script() {
-  static const script instance = make_script(std::string(now_function) + count_body);
+  static const script& instance = make_script(std::string(now_function) + count_body);
   return instance;
 }
 

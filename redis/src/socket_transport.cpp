@@ -51,8 +51,35 @@ class unix_transport final : public stream_transport<boost::asio::local::stream_
 
 }  // namespace
 
+namespace {
+
+void connected(boost::asio::ip::tcp::socket& socket, const boost::system::error_code& error,
+               transport::open_handler& done) {
+  if (error) {
+    done(error.message());
+    return;
+  }
+  // Commands are small and latency matters: no Nagle delay (as hiredis does).
+  boost::system::error_code ignored;
+  socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
+  done({});
+}
+
+}  // namespace
+
 void connect_tcp(boost::asio::ip::tcp::resolver& resolver, boost::asio::ip::tcp::socket& socket,
                  const std::string& host, std::uint16_t port, transport::open_handler done) {
+  // An address needs no resolver, whose one background thread would queue the connections
+  // of a RedLock's nodes one behind the other.
+  boost::system::error_code not_an_address;
+  const auto address = boost::asio::ip::make_address(host, not_an_address);
+  if (!not_an_address) {
+    socket.async_connect({address, port}, [&socket, done = std::move(done)](
+                                              const boost::system::error_code& error) mutable {
+      connected(socket, error, done);
+    });
+    return;
+  }
   resolver.async_resolve(
       host, std::to_string(port),
       [&socket, done = std::move(done)](
@@ -66,14 +93,7 @@ void connect_tcp(boost::asio::ip::tcp::resolver& resolver, boost::asio::ip::tcp:
             socket, results,
             [&socket, done = std::move(done)](const boost::system::error_code& error,
                                               const boost::asio::ip::tcp::endpoint&) mutable {
-              if (error) {
-                done(error.message());
-                return;
-              }
-              // Commands are small and latency matters: no Nagle delay (as hiredis does).
-              boost::system::error_code ignored;
-              socket.set_option(boost::asio::ip::tcp::no_delay(true), ignored);
-              done({});
+              connected(socket, error, done);
             });
       });
 }

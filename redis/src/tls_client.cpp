@@ -1,5 +1,10 @@
 #include "tls_client.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -9,19 +14,39 @@ namespace dlock::redis::detail {
 
 namespace {
 
-/// Runs one loading step; on failure records "cannot use <option> '<file>': <reason>".
+/// Runs one loading step; on failure records "cannot use <option> '<file>': <reason>". A file
+/// that cannot be opened is said so first: OpenSSL would only say "system library".
 template <typename Load>
 void load(std::string& failure, const char* option, const std::string& file, Load&& step) {
   if (!failure.empty() || file.empty()) return;
+  const std::string what = std::string("cannot use ") + option + " '" + file + "': ";
+  if (::access(file.c_str(), R_OK) != 0) {
+    failure = what + std::strerror(errno);
+    return;
+  }
   boost::system::error_code error;
   step(error);
-  if (error) failure = std::string("cannot use ") + option + " '" + file + "': " + error.message();
+  if (error) failure = what + error.message();
+}
+
+/// Initializes OpenSSL without its clean-up at exit: a provider dropped while a command was in
+/// flight keeps its network thread until the reply, which may come after main() returned, and
+/// OpenSSL freed under that thread's TLS connections would crash it. The operating system
+/// reclaims the memory at exit anyway. Only the first initialization in a process decides: a
+/// library that used OpenSSL earlier (libpq, for one) may have asked for the clean-up already.
+boost::asio::ssl::context::method initialized_openssl() {
+  static const bool initialized = [] {
+    OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, nullptr);
+    return true;
+  }();
+  (void)initialized;
+  return boost::asio::ssl::context::tls_client;
 }
 
 }  // namespace
 
 tls_client::tls_client(const tls_options& tls)
-    : context_(boost::asio::ssl::context::tls_client),
+    : context_(initialized_openssl()),
       verify_(tls.verify),
       server_name_(tls.server_name) {
   context_.set_options(boost::asio::ssl::context::default_workarounds |
@@ -30,8 +55,9 @@ tls_client::tls_client(const tls_options& tls)
   context_.set_verify_mode(verify_ == tls_verify::none ? boost::asio::ssl::verify_none
                                                        : boost::asio::ssl::verify_peer);
   if (tls.ca_file.empty() && tls.ca_dir.empty()) {
-    load(setup_failure_, "the system's CA store", "default paths",
-         [&](auto& error) { context_.set_default_verify_paths(error); });
+    boost::system::error_code error;
+    context_.set_default_verify_paths(error);
+    if (error) setup_failure_ = "cannot use the system's trusted CAs: " + error.message();
   }
   load(setup_failure_, "tls_ca", tls.ca_file,
        [&](auto& error) { context_.load_verify_file(tls.ca_file, error); });

@@ -17,16 +17,19 @@ void validate_tls(const tls_options& tls) {
                         !tls.key_file.empty() || !tls.server_name.empty();
   if (!tls.enabled && (any_file || tls.verify != tls_verify::full)) {
     throw std::invalid_argument(
-        "dlock: redis options: tls settings are given but tls.enabled is false (use rediss://)");
+        "dlock: redis options: tls settings (tls_ca, tls_cert, ...) are given but tls.enabled is "
+        "false (use rediss://)");
   }
   if (tls.cert_file.empty() != tls.key_file.empty()) {
-    throw std::invalid_argument(std::string("dlock: redis options: tls ") +
-                                (tls.cert_file.empty() ? "key_file needs a cert_file"
-                                                       : "cert_file needs a key_file"));
+    // Named as in options::tls and in the URL.
+    throw std::invalid_argument(
+        std::string("dlock: redis options: ") +
+        (tls.cert_file.empty() ? "tls.key_file (tls_key) needs tls.cert_file (tls_cert)"
+                               : "tls.cert_file (tls_cert) needs tls.key_file (tls_key)"));
   }
   if (tls.server_name.find_first_of(" \t\r\n/") != std::string::npos) {
-    throw std::invalid_argument("dlock: redis options: tls server_name '" + tls.server_name +
-                                "' is not a host name");
+    throw std::invalid_argument("dlock: redis options: tls.server_name (tls_server_name) '" +
+                                tls.server_name + "' is not a host name");
   }
 }
 

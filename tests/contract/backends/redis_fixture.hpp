@@ -1,0 +1,128 @@
+// The contract's Redis fixture, shared by the executables that run the suite over each way of
+// reaching Redis (redis.cpp: TCP and RedLock; redis_tls.cpp: TLS and a Unix socket).
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dlock/dlock.hpp>
+
+#include "../backend.hpp"
+#include "../../servers/redis_client.hpp"
+#include "support.hpp"
+#include "test_servers.hpp"
+
+namespace contract {
+
+namespace redis_probes {
+
+// `text` as a KEYS / PUBSUB CHANNELS pattern that matches only itself.
+inline std::string glob_escaped(const std::string& text) {
+  std::string escaped;
+  for (const char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return escaped;
+}
+
+inline std::vector<std::string> elements(support::redis_connection& redis,
+                                  const std::vector<std::string>& command) {
+  auto reply = redis.command_elements(command);
+  if (!reply) throw std::runtime_error("redis " + command.at(0) + " failed: " + redis.error());
+  return *reply;
+}
+
+}  // namespace redis_probes
+
+/// The contract's fixture for every way of reaching Redis: `url` is how dlock reaches the
+/// servers (redis://, rediss:// with its options, redis+unix://), `probe_url` a plain redis://
+/// URL of the same servers, which the probes (break_lock, server_footprint) use.
+class redis_fixture final : public backend_fixture {
+ public:
+  redis_fixture(std::string url, const std::string& probe_url)
+      : endpoint_(std::move(url)), servers_(support::endpoint_hosts(probe_url)) {}
+
+  // The provider's scheme(), whichever way it reaches the servers.
+  std::string label() const override { return "redis"; }
+
+  std::shared_ptr<dlock::provider> make_provider() override { return dlock::make_provider(url()); }
+
+  std::string url() const override {
+    const char separator = endpoint_.find('?') == std::string::npos ? '?' : '&';
+    return endpoint_ + separator + "expiry=3s&prefix=" + prefix_;
+  }
+
+  void break_lock(const std::string& name) override {
+    const std::string key = key_of(name);
+    // On every node: with RedLock the grant is then gone from all of its majority. A grant
+    // answered by a majority may not have reached the last node yet, so a majority of keys
+    // deleted is the grant broken.
+    std::size_t deleted = 0;
+    for (const auto& server : servers_) {
+      if (support::redis_connection(server).command({"DEL", key}) == "1") ++deleted;
+    }
+    if (deleted < servers_.size() / 2 + 1) {
+      throw std::runtime_error("break_lock: no key for lock '" + name + "' on a majority of " +
+                               std::to_string(servers_.size()) + " nodes");
+    }
+  }
+
+  // On every node: the keys of the name (with sorted-set members: grants, queued writers)
+  // but its fencing counter, and the channels waiters of the name subscribe to.
+  std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
+    const std::string base = key_of(name);
+    std::vector<std::string> footprint;
+    for (const auto& server : servers_) {
+      support::redis_connection redis(server);
+      const std::string at = std::to_string(server.port) + " ";
+      for (const std::string& key : redis_probes::elements(redis, {"KEYS", redis_probes::glob_escaped(base) + "*"})) {
+        if (key == base + ":fence") continue;
+        const std::string type = redis.command({"TYPE", key}).value_or("");
+        if (type == "zset") {
+          for (const std::string& member : redis_probes::elements(redis, {"ZRANGE", key, "0", "-1"})) {
+            footprint.push_back(at + key + " member " + member);
+          }
+        } else {
+          footprint.push_back(at + key + " " + type);
+        }
+      }
+      for (const std::string& channel :
+           redis_probes::elements(redis, {"PUBSUB", "CHANNELS", redis_probes::glob_escaped(base) + "*"})) {
+        const auto counted = redis_probes::elements(redis, {"PUBSUB", "NUMSUB", channel});
+        footprint.push_back(at + "channel " + channel + " subscribers " + counted.at(1));
+      }
+    }
+    std::sort(footprint.begin(), footprint.end());
+    return footprint;
+  }
+
+  // A waiting lock, writer, reader or semaphore subscribes to the name's release channel.
+  bool footprint_shows_waiters(dlock::primitive) const override { return true; }
+
+  void acquire_from_unreachable_endpoint() override {
+    auto locks = dlock::make_provider(endpoint_.substr(0, endpoint_.find("://") + 3) +
+                                      unreachable_endpoint());
+    (void)locks->create_lock("x").try_acquire();
+  }
+
+  // Nothing listens on port 1 of the loopback interface (nor at that socket path): the
+  // connection is refused.
+  std::string unreachable_endpoint() const override {
+    return endpoint_.starts_with("redis+unix:") ? "/nonexistent/dlock-contract.sock" : "127.0.0.1:1";
+  }
+
+ private:
+  std::string endpoint_;
+  std::vector<support::host_port> servers_;
+  std::string prefix_ = support::unique_name("contract") + ":";
+
+  std::string key_of(const std::string& name) const {
+    return dlock::redis::provider({.servers = {{"127.0.0.1", 6379}}, .key_prefix = prefix_})
+        .lock_key(name);
+  }
+};
+
+}  // namespace contract
