@@ -54,6 +54,7 @@ void mariadb_connection::connect(const options& opts, std::function<void()> on_b
   const unsigned timeout = whole_seconds(opts.connect_timeout);
   mysql_options(mysql_, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
   mysql_options(mysql_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  tls_required_ = opts.tls.enabled;
   if (opts.tls.enabled) {
     const my_bool enforce = 1;
     mysql_optionsv(mysql_, MYSQL_OPT_SSL_ENFORCE, &enforce);
@@ -130,6 +131,12 @@ void mariadb_connection::connected(bool ok) {
   connect_timer_.cancel();
   if (!ok) {
     fail(mysql_error(mysql_), false);
+    return;
+  }
+  // Connector/C 3.3 connects in the clear to a server without TLS even when told to enforce
+  // it: dlock checks.
+  if (tls_required_ && !mysql_get_ssl_cipher(mysql_)) {
+    fail("TLS is required (ssl / ssl_mode) but the server does not offer it", false);
     return;
   }
   thread_id_ = mysql_thread_id(mysql_);

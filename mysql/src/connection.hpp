@@ -101,6 +101,7 @@ class mariadb_connection : public std::enable_shared_from_this<mariadb_connectio
   boost::asio::steady_timer connect_timer_;
   std::uint64_t wait_generation_ = 0;
   std::uint64_t thread_id_ = 0;
+  bool tls_required_ = false;
   std::function<void()> on_broken_;
   std::deque<statement> queue_;
   std::optional<statement> running_;
