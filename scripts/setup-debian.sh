@@ -13,10 +13,14 @@ set -euo pipefail
 
 # The client libraries of the networked backends are build dependencies: they are built by default.
 build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhiredis-dev libpqxx-dev
-                libzookeeper-mt-dev)
+                libzookeeper-mt-dev
+                # dlock::mysql: MariaDB Connector/C, and libcrypto for its name hash.
+                libmariadb-dev libssl-dev)
 server_packages=(redis-server redis-tools zookeeper default-jre-headless postgresql-15
                  postgresql-client-15 netcat-openbsd
                  iproute2 procps
+                 # The MariaDB test server and the plain client its interop tests run.
+                 mariadb-server mariadb-client
                  # Curator, for the ZooKeeper interoperability tests and benchmark.
                  default-jdk-headless libcurator-framework-java libcurator-recipes-java)
 
