@@ -5,7 +5,6 @@
 #include <boost/asio/post.hpp>
 
 #include "backend.hpp"
-#include "lease.hpp"
 #include "statements.hpp"
 
 namespace dlock::mysql::detail {

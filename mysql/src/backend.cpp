@@ -10,7 +10,6 @@
 #include <dlock/core/errors.hpp>
 
 #include "acquire.hpp"
-#include "keepalive.hpp"
 #include "lock_name.hpp"
 #include "statements.hpp"
 
@@ -74,7 +73,12 @@ void mysql_backend::start() {
       [weak](mariadb_connection& connection) {
         if (auto self = weak.lock()) self->connection_opened(connection);
       });
-  keepalive_ = std::make_shared<keepalive>(io().executor(), pool_, options_.keepalive);
+  keepalive_ = std::make_shared<session_keepalive<session_pool>>(
+      io().executor(), pool_, options_.keepalive,
+      [weak_pool = std::weak_ptr(pool_)](const std::shared_ptr<mysql_session>& session,
+                                         dlock::detail::unique_function<void(bool)> answered) {
+        if (auto pool = weak_pool.lock()) pool->probe(session, std::move(answered));
+      });
   keepalive_->start();
 }
 

@@ -207,16 +207,21 @@ bool mariadb_connection::failed_from_client() const {
 
 void mariadb_connection::query_sent(int error) {
   if (error != 0) {
-    if (failed_from_client()) {
-      fail(mysql_error(mysql_), true);
-      return;
-    }
-    collected_.error = mysql_errno(mysql_);
-    collected_.message = mysql_error(mysql_);
-    statement_done();
+    statement_failed();
     return;
   }
   store_next();
+}
+
+// A client error (2000-2999) means the connection is gone; a server error ends the batch.
+void mariadb_connection::statement_failed() {
+  if (failed_from_client()) {
+    fail(mysql_error(mysql_), true);
+    return;
+  }
+  collected_.error = mysql_errno(mysql_);
+  collected_.message = mysql_error(mysql_);
+  statement_done();
 }
 
 void mariadb_connection::store_next() {
@@ -245,13 +250,7 @@ void mariadb_connection::stored(MYSQL_RES* result) {
     }
     mysql_free_result(result);
   } else if (mysql_errno(mysql_) != 0) {
-    if (failed_from_client()) {
-      fail(mysql_error(mysql_), true);
-      return;
-    }
-    collected_.error = mysql_errno(mysql_);
-    collected_.message = mysql_error(mysql_);
-    statement_done();
+    statement_failed();
     return;
   }
   if (!mysql_more_results(mysql_)) {

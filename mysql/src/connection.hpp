@@ -87,6 +87,7 @@ class mariadb_connection : public std::enable_shared_from_this<mariadb_connectio
   void store_next();
   void stored(::st_mysql_res* result);
   void statement_done();
+  void statement_failed();
   void fail(const std::string& message, bool after_established);
   void fail_statements(const std::string& message);
   void drop_descriptor() noexcept;

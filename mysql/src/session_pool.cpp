@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "statements.hpp"
+
 namespace dlock::mysql::detail {
 
 session_pool::session_pool(boost::asio::any_io_executor executor, const options& opts,
@@ -111,6 +113,34 @@ void session_pool::session_broken(const std::shared_ptr<mysql_session>& session)
   std::vector<std::stop_source> lost;
   for (auto& [id, grant] : session->grants) lost.push_back(grant.lost);
   for (auto& signal : lost) signal.request_stop();
+}
+
+// The probe names the grants it checks as they are when it is sent; a grant released or
+// added meanwhile is judged at the next probe.
+void session_pool::probe(const std::shared_ptr<mysql_session>& session,
+                         dlock::detail::unique_function<void(bool)> answered) {
+  std::vector<std::uint64_t> ids;
+  std::vector<std::string> names;
+  for (const auto& [id, grant] : session->grants) {
+    ids.push_back(id);
+    names.push_back(grant.server_name);
+  }
+  session->connection->execute(
+      probe_sql(names),
+      [session, ids, answered = std::move(answered)](query_result r) mutable {
+        if (r.ok()) {
+          const auto ours = r.value(0);
+          std::vector<std::stop_source> lost;
+          for (std::size_t i = 0; i < ids.size(); ++i) {
+            auto grant = session->grants.find(ids[i]);
+            if (grant != session->grants.end() && r.value(i + 1) != ours) {
+              lost.push_back(grant->second.lost);
+            }
+          }
+          for (auto& signal : lost) signal.request_stop();
+        }
+        answered(r.ok());
+      });
 }
 
 void session_pool::close_all() {

@@ -51,6 +51,12 @@ class session_pool : public std::enable_shared_from_this<session_pool> {
     return sessions_;
   }
 
+  /// The keepalive's probe: one round trip that also asks IS_USED_LOCK of every lock
+  /// `session` holds and marks lost the grants whose lock is no longer this connection's.
+  /// `answered` gets whether the server answered.
+  void probe(const std::shared_ptr<mysql_session>& session,
+             dlock::detail::unique_function<void(bool)> answered);
+
   /// Closes every connection: for the backend's destructor, once its thread has stopped.
   void close_all();
 

@@ -4,7 +4,6 @@
 
 #include "backend.hpp"
 #include "failure.hpp"
-#include "lease.hpp"
 #include "lock_timeout.hpp"
 #include "semaphore_keys.hpp"
 #include "sql.hpp"
