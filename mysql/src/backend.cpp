@@ -31,6 +31,7 @@ std::string endpoint_of(const options& opts) {
 
 mysql_backend::mysql_backend(options opts)
     : options_(std::move(opts)), endpoint_(endpoint_of(options_)) {
+  initialize_client_library();
   using std::chrono::nanoseconds;
   auto require_positive = [](nanoseconds value, const char* field) {
     if (value <= nanoseconds::zero()) throw std::invalid_argument(invalid(field, "must be positive"));

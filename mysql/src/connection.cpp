@@ -11,14 +11,12 @@
 
 namespace dlock::mysql::detail {
 
-namespace {
-
-std::once_flag library_initialized;
-
-// Connector/C's mysql_init() initializes the library on first use, which is not thread-safe.
-void initialize_library() {
-  std::call_once(library_initialized, [] { mysql_library_init(0, nullptr, nullptr); });
+void initialize_client_library() {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] { mysql_library_init(0, nullptr, nullptr); });
 }
+
+namespace {
 
 unsigned whole_seconds(std::chrono::nanoseconds duration) {
   return static_cast<unsigned>(
@@ -42,7 +40,7 @@ mariadb_connection::~mariadb_connection() {
 }
 
 void mariadb_connection::connect(const options& opts, std::function<void()> on_broken) {
-  initialize_library();
+  initialize_client_library();
   on_broken_ = std::move(on_broken);
   state_ = state::connecting;
   mysql_ = mysql_init(nullptr);

@@ -26,6 +26,12 @@ struct st_mysql_res;
 
 namespace dlock::mysql::detail {
 
+/// Initializes Connector/C (and the OpenSSL it brings up) once per process. mysql_init() would
+/// do it on first use, which is not thread-safe; and the thread that does it keeps OpenSSL's
+/// per-thread state, so the backend calls this on the thread that makes the provider (the
+/// application's), not on its own io thread, which ends with the provider.
+void initialize_client_library();
+
 /// What a statement (or a batch of them) gave: the rows of its last result set, or the
 /// failure.
 struct query_result {
