@@ -18,10 +18,13 @@ readonly partition_block=10.199
 # Each server's index in the address plan and its short name in root-side interface names (15
 # bytes at most: "dlk255-rl2a").
 readonly -A partition_index=([redis]=0 [redlock1]=1 [redlock2]=2 [redlock3]=3 [postgres]=4
-  [zookeeper]=5 [zk1]=6 [zk2]=7 [zk3]=8)
+  [zookeeper]=5 [zk1]=6 [zk2]=7 [zk3]=8
+  [mariadb]=9)
 readonly -A partition_short=([redis]=r [redlock1]=rl1 [redlock2]=rl2 [redlock3]=rl3 [postgres]=pg
-  [zookeeper]=zk [zk1]=zk1 [zk2]=zk2 [zk3]=zk3)
-readonly partition_servers=(redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3)
+  [zookeeper]=zk [zk1]=zk1 [zk2]=zk2 [zk3]=zk3
+  [mariadb]=mdb)
+readonly partition_servers=(redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3
+  mariadb)
 readonly partition_paths=(a b)
 readonly partition_heal_deadline_seconds=5
 

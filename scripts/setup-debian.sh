@@ -13,13 +13,17 @@ set -euo pipefail
 
 # The client libraries of the networked backends are build dependencies: they are built by default.
 build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhiredis-dev libpqxx-dev
-                libzookeeper-mt-dev libssl-dev
+                libzookeeper-mt-dev
+                # dlock::mysql: MariaDB Connector/C, and libcrypto for its name hash.
+                libmariadb-dev libssl-dev
                 # etcd: gRPC and protobuf, and etcd's .proto files the client is generated from
                 libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
                 golang-etcd-server-dev)
 server_packages=(redis-server redis-tools zookeeper default-jre-headless postgresql-15
                  postgresql-client-15 netcat-openbsd
                  iproute2 procps
+                 # The MariaDB test server and the plain client its interop tests run.
+                 mariadb-server mariadb-client
                  # Curator, for the ZooKeeper interoperability tests and benchmark.
                  default-jdk-headless libcurator-framework-java libcurator-recipes-java
                 # etcd and etcdctl (the tests look at the server and take locks with etcdctl)

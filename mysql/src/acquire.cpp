@@ -5,7 +5,6 @@
 #include <boost/asio/post.hpp>
 
 #include "backend.hpp"
-#include "lease.hpp"
 #include "statements.hpp"
 
 namespace dlock::mysql::detail {
@@ -31,7 +30,8 @@ bool writes(const acquire_request& r) {
 mysql_acquire::mysql_acquire(std::shared_ptr<mysql_backend> backend, acquire_request request,
                              acquire_completion done)
     : backend_(std::move(backend)), request_(std::move(request)), done_(std::move(done)),
-      resource_(resource_of(request_)), timer_(backend_->executor()) {
+      resource_(resource_of(request_)), timer_(backend_->executor()),
+      grace_timer_(backend_->executor()) {
   // Waiters of one semaphore spread over its slots.
   if (request_.kind == primitive::semaphore) {
     next_slot_ = static_cast<std::uint32_t>(
@@ -119,9 +119,11 @@ void mysql_acquire::wait() {
 void mysql_acquire::waited(query_result r) {
   if (kill_sent_) {
     // Our KILL may land after this statement ended, on whatever runs next, and a grant may
-    // have won the race: closing the connection settles both.
+    // have won the race: closing the connection settles both. A server that went silent
+    // after the deadline is a connection_error, never "not obtained".
     end_wait();
-    complete(nullptr, nullptr);
+    const bool silent = r.connection_broken && timed_out_;
+    complete(silent ? backend_->failure(r, request_.name) : nullptr, nullptr);
     return;
   }
   if (!r.ok()) {
@@ -161,6 +163,8 @@ void mysql_acquire::pause_before_waiting() {
 void mysql_acquire::stop() {
   if (phase_ == phase::done || stopped_) return;
   stopped_ = true;
+  timed_out_ = request_.deadline != std::chrono::steady_clock::time_point::max() &&
+               std::chrono::steady_clock::now() >= request_.deadline;
   if (phase_ == phase::pausing) {
     timer_.cancel();
     backend_->sessions().unreserve(session_);
@@ -186,10 +190,20 @@ void mysql_acquire::kill_wait() {
   kill_sent_ = true;
   backend_->sessions().session_for_attempt("")->connection->execute(kill_query_sql(target),
                                                                     [](query_result) {});
+  // A stop request is answered promptly even when the server is silent; the connection is
+  // closed (or given up) behind it. A deadline waits for the server or the keepalive: a
+  // silent server is then a connection_error, not "not obtained".
+  if (!timed_out_) {
+    grace_timer_.expires_after(stop_grace);
+    grace_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+      auto self = weak.lock();
+      if (!ec && self) self->complete(nullptr, nullptr);
+    });
+  }
   timer_.expires_after(backend_->settings().connect_timeout);
   timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     auto self = weak.lock();
-    if (!ec && self && self->phase_ != phase::done) {
+    if (!ec && self) {
       self->session_->connection->abandon("no answer within connect_timeout after a stop");
     }
   });
@@ -198,12 +212,15 @@ void mysql_acquire::kill_wait() {
 void mysql_acquire::end_wait() {
   session_->reserved = false;
   session_->connection->close();
+  timer_.cancel();
 }
 
 void mysql_acquire::complete(std::exception_ptr error, std::unique_ptr<lease> granted) {
   if (phase_ == phase::done) return;
   phase_ = phase::done;
-  timer_.cancel();
+  grace_timer_.cancel();
+  // After a KILL, the timer gives the waiting connection up if the server never answers.
+  if (!kill_sent_ || session_->connection->broken()) timer_.cancel();
   auto done = std::move(done_);
   done(std::move(error), std::move(granted));
 }

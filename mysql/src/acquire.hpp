@@ -1,6 +1,7 @@
 // Private to dlock::mysql: one acquire, from its first attempt to its grant or its end.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -15,6 +16,9 @@
 namespace dlock::mysql::detail {
 
 class mysql_backend;
+
+/// How long a stop request waits for the server to end a wait before it completes anyway.
+inline constexpr std::chrono::milliseconds stop_grace{50};
 
 /// One acquire: an attempt on a shared connection; then, if it must wait, GET_LOCK with a
 /// timeout on a connection of its own (a semaphore waits at one slot for semaphore_retry,
@@ -56,9 +60,11 @@ class mysql_acquire final : public acquire_operation,
   bool own_session_ = false;
   bool stopped_ = false;
   bool kill_sent_ = false;
+  bool timed_out_ = false;  // stopped at or after the deadline, not by a stop request
   std::uint32_t next_slot_ = 0;  // where a semaphore waits next
   phase phase_ = phase::attempting;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer grace_timer_;
 };
 
 }  // namespace dlock::mysql::detail

@@ -10,7 +10,6 @@
 #include <dlock/core/errors.hpp>
 
 #include "acquire.hpp"
-#include "keepalive.hpp"
 #include "lock_name.hpp"
 #include "statements.hpp"
 
@@ -32,6 +31,7 @@ std::string endpoint_of(const options& opts) {
 
 mysql_backend::mysql_backend(options opts)
     : options_(std::move(opts)), endpoint_(endpoint_of(options_)) {
+  initialize_client_library();
   using std::chrono::nanoseconds;
   auto require_positive = [](nanoseconds value, const char* field) {
     if (value <= nanoseconds::zero()) throw std::invalid_argument(invalid(field, "must be positive"));
@@ -74,7 +74,12 @@ void mysql_backend::start() {
       [weak](mariadb_connection& connection) {
         if (auto self = weak.lock()) self->connection_opened(connection);
       });
-  keepalive_ = std::make_shared<keepalive>(io().executor(), pool_, options_.keepalive);
+  keepalive_ = std::make_shared<session_keepalive<session_pool>>(
+      io().executor(), pool_, options_.keepalive,
+      [weak_pool = std::weak_ptr(pool_)](const std::shared_ptr<mysql_session>& session,
+                                         dlock::detail::unique_function<void(bool)> answered) {
+        if (auto pool = weak_pool.lock()) pool->probe(session, std::move(answered));
+      });
   keepalive_->start();
 }
 

@@ -1,7 +1,8 @@
 // Private to dlock::mysql: the backend behind dlock::mysql::provider.
 //
 // Where to start: mysql_acquire (acquire.hpp) is one acquire from attempt to grant; it takes
-// connections from the session_pool, which a keepalive probes; a grant is a mysql_lease; the
+// connections from the session_pool, which core's session_keepalive probes; a grant is a
+// mysql_lease (core's pooled_lease); the
 // SQL is in statements.hpp, the server names in lock_name.hpp, and every connection is a
 // mariadb_connection over Connector/C's non-blocking calls.
 #pragma once
@@ -14,14 +15,14 @@
 #include <string_view>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/pooled_lease.hpp>
+#include <dlock/core/backend/session_keepalive.hpp>
 #include <dlock/mysql/options.hpp>
 
 #include "connection.hpp"
 #include "session_pool.hpp"
 
 namespace dlock::mysql::detail {
-
-class keepalive;
 
 /// The pool of connections and its keepalive. All its state lives on the io thread;
 /// start_acquire and releases post there.
@@ -58,7 +59,10 @@ class mysql_backend final : public dlock::backend,
   std::string token_;
   bool fencing_sequence_created_ = false;  // io thread
   std::shared_ptr<session_pool> pool_;
-  std::shared_ptr<keepalive> keepalive_;
+  std::shared_ptr<session_keepalive<session_pool>> keepalive_;
 };
+
+/// A grant on one connection, given back with its RELEASE_LOCK statement.
+using mysql_lease = pooled_lease<mysql_backend, mysql_session>;
 
 }  // namespace dlock::mysql::detail

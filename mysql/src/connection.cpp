@@ -11,14 +11,12 @@
 
 namespace dlock::mysql::detail {
 
-namespace {
-
-std::once_flag library_initialized;
-
-// Connector/C's mysql_init() initializes the library on first use, which is not thread-safe.
-void initialize_library() {
-  std::call_once(library_initialized, [] { mysql_library_init(0, nullptr, nullptr); });
+void initialize_client_library() {
+  static std::once_flag initialized;
+  std::call_once(initialized, [] { mysql_library_init(0, nullptr, nullptr); });
 }
+
+namespace {
 
 unsigned whole_seconds(std::chrono::nanoseconds duration) {
   return static_cast<unsigned>(
@@ -42,7 +40,7 @@ mariadb_connection::~mariadb_connection() {
 }
 
 void mariadb_connection::connect(const options& opts, std::function<void()> on_broken) {
-  initialize_library();
+  initialize_client_library();
   on_broken_ = std::move(on_broken);
   state_ = state::connecting;
   mysql_ = mysql_init(nullptr);
@@ -54,6 +52,7 @@ void mariadb_connection::connect(const options& opts, std::function<void()> on_b
   const unsigned timeout = whole_seconds(opts.connect_timeout);
   mysql_options(mysql_, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
   mysql_options(mysql_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+  tls_required_ = opts.tls.enabled;
   if (opts.tls.enabled) {
     const my_bool enforce = 1;
     mysql_optionsv(mysql_, MYSQL_OPT_SSL_ENFORCE, &enforce);
@@ -132,6 +131,12 @@ void mariadb_connection::connected(bool ok) {
     fail(mysql_error(mysql_), false);
     return;
   }
+  // Connector/C 3.3 connects in the clear to a server without TLS even when told to enforce
+  // it: dlock checks.
+  if (tls_required_ && !mysql_get_ssl_cipher(mysql_)) {
+    fail("TLS is required (ssl / ssl_mode) but the server does not offer it", false);
+    return;
+  }
   thread_id_ = mysql_thread_id(mysql_);
   state_ = state::ready;
   send_next();
@@ -200,16 +205,21 @@ bool mariadb_connection::failed_from_client() const {
 
 void mariadb_connection::query_sent(int error) {
   if (error != 0) {
-    if (failed_from_client()) {
-      fail(mysql_error(mysql_), true);
-      return;
-    }
-    collected_.error = mysql_errno(mysql_);
-    collected_.message = mysql_error(mysql_);
-    statement_done();
+    statement_failed();
     return;
   }
   store_next();
+}
+
+// A client error (2000-2999) means the connection is gone; a server error ends the batch.
+void mariadb_connection::statement_failed() {
+  if (failed_from_client()) {
+    fail(mysql_error(mysql_), true);
+    return;
+  }
+  collected_.error = mysql_errno(mysql_);
+  collected_.message = mysql_error(mysql_);
+  statement_done();
 }
 
 void mariadb_connection::store_next() {
@@ -238,13 +248,7 @@ void mariadb_connection::stored(MYSQL_RES* result) {
     }
     mysql_free_result(result);
   } else if (mysql_errno(mysql_) != 0) {
-    if (failed_from_client()) {
-      fail(mysql_error(mysql_), true);
-      return;
-    }
-    collected_.error = mysql_errno(mysql_);
-    collected_.message = mysql_error(mysql_);
-    statement_done();
+    statement_failed();
     return;
   }
   if (!mysql_more_results(mysql_)) {

@@ -26,6 +26,12 @@ struct st_mysql_res;
 
 namespace dlock::mysql::detail {
 
+/// Initializes Connector/C (and the OpenSSL it brings up) once per process. mysql_init() would
+/// do it on first use, which is not thread-safe; and the thread that does it keeps OpenSSL's
+/// per-thread state, so the backend calls this on the thread that makes the provider (the
+/// application's), not on its own io thread, which ends with the provider.
+void initialize_client_library();
+
 /// What a statement (or a batch of them) gave: the rows of its last result set, or the
 /// failure.
 struct query_result {
@@ -87,6 +93,7 @@ class mariadb_connection : public std::enable_shared_from_this<mariadb_connectio
   void store_next();
   void stored(::st_mysql_res* result);
   void statement_done();
+  void statement_failed();
   void fail(const std::string& message, bool after_established);
   void fail_statements(const std::string& message);
   void drop_descriptor() noexcept;
@@ -101,6 +108,7 @@ class mariadb_connection : public std::enable_shared_from_this<mariadb_connectio
   boost::asio::steady_timer connect_timer_;
   std::uint64_t wait_generation_ = 0;
   std::uint64_t thread_id_ = 0;
+  bool tls_required_ = false;
   std::function<void()> on_broken_;
   std::deque<statement> queue_;
   std::optional<statement> running_;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "statements.hpp"
+
 namespace dlock::mysql::detail {
 
 session_pool::session_pool(boost::asio::any_io_executor executor, const options& opts,
@@ -34,12 +36,6 @@ std::shared_ptr<mysql_session> session_pool::open_session() {
   return session;
 }
 
-// Broken sessions have had their leases marked lost already (session_broken); a session
-// that failed to connect or was closed after a cancelled wait just goes.
-void session_pool::forget_broken_sessions() {
-  std::erase_if(sessions_, [](const auto& s) { return s->connection->broken(); });
-}
-
 std::shared_ptr<mysql_session> session_pool::session_for_attempt(const std::string& resource) {
   forget_broken_sessions();
   for (auto& session : sessions_) {
@@ -48,73 +44,32 @@ std::shared_ptr<mysql_session> session_pool::session_for_attempt(const std::stri
   return open_session();
 }
 
-std::shared_ptr<mysql_session> session_pool::session_for_wait() {
-  forget_broken_sessions();
-  for (auto& session : sessions_) {
-    if (!session->reserved && session->grants.empty() && !session->connection->busy()) {
-      session->reserved = true;
-      return session;
-    }
-  }
-  auto session = open_session();
-  session->reserved = true;
-  return session;
-}
-
-void session_pool::unreserve(const std::shared_ptr<mysql_session>& session) {
-  session->reserved = false;
-  retire_if_spare(session);
-}
-
-// One connection that holds nothing is kept for the next acquire; more are closed.
-void session_pool::retire_if_spare(const std::shared_ptr<mysql_session>& session) {
-  if (session->reserved || !session->grants.empty() || session->connection->busy()) return;
-  const bool another_spare = std::any_of(sessions_.begin(), sessions_.end(), [&](const auto& s) {
-    return s != session && !s->reserved && s->grants.empty() && !s->connection->broken();
-  });
-  if (!another_spare) return;
-  std::erase(sessions_, session);
-  session->connection->close();
-}
-
-std::uint64_t session_pool::add_grant(mysql_session& session, mysql_session::grant grant) {
-  const std::uint64_t id = next_grant_id_++;
-  session.grants.emplace(id, std::move(grant));
-  return id;
-}
-
-void session_pool::release_grant(std::shared_ptr<mysql_session> session, std::uint64_t grant_id,
-                                 std::string unlock_sql,
-                                 std::function<void(std::string error)> done) {
-  session->grants.erase(grant_id);
-  if (session->connection->broken()) {
-    done({});  // the connection ended, and the server freed its locks with it
-    return;
+// The probe names the grants it checks as they are when it is sent; a grant released or
+// added meanwhile is judged at the next probe.
+void session_pool::probe(const std::shared_ptr<mysql_session>& session,
+                         dlock::detail::unique_function<void(bool)> answered) {
+  std::vector<std::uint64_t> ids;
+  std::vector<std::string> names;
+  for (const auto& [id, grant] : session->grants) {
+    ids.push_back(id);
+    names.push_back(grant.server_name);
   }
   session->connection->execute(
-      std::move(unlock_sql),
-      [weak = weak_from_this(), session, done = std::move(done)](query_result r) {
-        if (!r.ok() && !r.connection_broken) {
-          // The lock may still be held by the connection, but no longer in our books: end
-          // the connection, which frees it and marks the connection's other handles lost.
-          session->connection->abandon("an unlock failed: " + r.message);
-          done(r.message);
-          return;
+      probe_sql(names),
+      [session, ids, answered = std::move(answered)](query_result r) mutable {
+        if (r.ok()) {
+          const auto ours = r.value(0);
+          std::vector<std::stop_source> lost;
+          for (std::size_t i = 0; i < ids.size(); ++i) {
+            auto grant = session->grants.find(ids[i]);
+            if (grant != session->grants.end() && r.value(i + 1) != ours) {
+              lost.push_back(grant->second.lost);
+            }
+          }
+          for (auto& signal : lost) signal.request_stop();
         }
-        if (auto self = weak.lock()) self->retire_if_spare(session);
-        done({});
+        answered(r.ok());
       });
-}
-
-void session_pool::session_broken(const std::shared_ptr<mysql_session>& session) {
-  std::erase(sessions_, session);
-  std::vector<std::stop_source> lost;
-  for (auto& [id, grant] : session->grants) lost.push_back(grant.lost);
-  for (auto& signal : lost) signal.request_stop();
-}
-
-void session_pool::close_all() {
-  for (auto& session : sessions_) session->connection->close();
 }
 
 }  // namespace dlock::mysql::detail

@@ -6,7 +6,6 @@
 
 #include "backend.hpp"
 #include "failure.hpp"
-#include "lease.hpp"
 #include "lock_timeout.hpp"
 #include "semaphore_keys.hpp"
 #include "sql.hpp"
@@ -97,7 +96,7 @@ void pg_acquire::attempted(query_result r, bool on_own_session) {
 void pg_acquire::grant(const std::string& slot, std::uint64_t token) {
   auto granted =
       std::make_unique<pg_lease>(backend_, session_, unlock_sql(request_, key_, slot), token);
-  granted->attach(backend_->sessions().add_grant(*session_, resource_, granted->lost_signal()));
+  granted->attach(backend_->sessions().add_grant(*session_, {resource_, granted->lost_signal()}));
   if (own_session_) backend_->sessions().unreserve(session_);
   complete(nullptr, std::move(granted));
 }

@@ -11,7 +11,6 @@
 #include "acquire.hpp"
 #include "connection_string.hpp"
 #include "fencing.hpp"
-#include "keepalive.hpp"
 #include "server_lease.hpp"
 #include "semaphore_keys.hpp"
 #include "sql.hpp"
@@ -52,7 +51,15 @@ void postgres_backend::start() {
       }};
   pool_ = std::make_shared<session_pool>(io().executor(), options_, endpoint_,
                                          session_setup_, std::move(hooks));
-  keepalive_ = std::make_shared<keepalive>(io().executor(), pool_, options_.keepalive);
+  keepalive_ = std::make_shared<session_keepalive<session_pool>>(
+      io().executor(), pool_, options_.keepalive,
+      [](const std::shared_ptr<pg_session>& session,
+         dlock::detail::unique_function<void(bool)> answered) {
+        session->connection->execute(
+            "SELECT 1", [answered = std::move(answered)](query_result r) mutable {
+              answered(r.ok());
+            });
+      });
   keepalive_->start();
 }
 

@@ -12,14 +12,14 @@
 #include <string_view>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/pooled_lease.hpp>
+#include <dlock/core/backend/session_keepalive.hpp>
 #include <dlock/postgres/options.hpp>
 
 #include "notify_waiters.hpp"
 #include "session_pool.hpp"
 
 namespace dlock::postgres::detail {
-
-class keepalive;
 
 /// The pool of sessions, the keepalive and the semaphore waiters. All its state lives on the
 /// io thread; start_acquire and releases post there.
@@ -61,7 +61,10 @@ class postgres_backend final : public dlock::backend,
   bool fencing_sequence_created_ = false;
   notify_waiters waiters_;
   std::shared_ptr<session_pool> pool_;
-  std::shared_ptr<keepalive> keepalive_;
+  std::shared_ptr<session_keepalive<session_pool>> keepalive_;
 };
+
+/// A grant on one session, given back with its unlock statement.
+using pg_lease = pooled_lease<postgres_backend, pg_session>;
 
 }  // namespace dlock::postgres::detail

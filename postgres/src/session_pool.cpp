@@ -43,12 +43,6 @@ std::shared_ptr<pg_session> session_pool::open_session() {
   return session;
 }
 
-// Broken sessions have had their leases marked lost already (session_broken); a session
-// that failed to connect or was closed during a cancelled wait just goes.
-void session_pool::forget_broken_sessions() {
-  std::erase_if(sessions_, [](const auto& s) { return s->connection->broken(); });
-}
-
 std::shared_ptr<pg_session> session_pool::session_for_attempt(const std::string& resource) {
   forget_broken_sessions();
   for (auto& session : sessions_) {
@@ -60,78 +54,6 @@ std::shared_ptr<pg_session> session_pool::session_for_attempt(const std::string&
     }
   }
   return open_session();
-}
-
-std::shared_ptr<pg_session> session_pool::session_for_wait() {
-  forget_broken_sessions();
-  for (auto& session : sessions_) {
-    if (!session->reserved && !session->connection->broken() && session->grants.empty() &&
-        !session->connection->busy()) {
-      session->reserved = true;
-      return session;
-    }
-  }
-  auto session = open_session();
-  session->reserved = true;
-  return session;
-}
-
-void session_pool::unreserve(const std::shared_ptr<pg_session>& session) {
-  session->reserved = false;
-  retire_if_spare(session);
-}
-
-// One session that holds nothing is kept for the next acquire; more are closed.
-void session_pool::retire_if_spare(const std::shared_ptr<pg_session>& session) {
-  if (session->reserved || !session->grants.empty() || session->connection->busy()) return;
-  const bool another_spare = std::any_of(sessions_.begin(), sessions_.end(), [&](const auto& s) {
-    return s != session && !s->reserved && s->grants.empty() && !s->connection->broken();
-  });
-  if (!another_spare) return;
-  std::erase(sessions_, session);
-  session->connection->close();
-}
-
-std::uint64_t session_pool::add_grant(pg_session& session, std::string resource,
-                                      std::stop_source lost) {
-  const std::uint64_t id = next_grant_id_++;
-  session.grants.emplace(id, pg_session::grant{std::move(resource), std::move(lost)});
-  return id;
-}
-
-void session_pool::release_grant(std::shared_ptr<pg_session> session, std::uint64_t grant_id,
-                                 std::string unlock_sql,
-                                 std::function<void(std::string error)> done) {
-  session->grants.erase(grant_id);
-  if (session->connection->broken()) {
-    done({});  // the session ended, and the server freed its locks with it
-    return;
-  }
-  session->connection->execute(
-      std::move(unlock_sql),
-      [weak = weak_from_this(), session, done = std::move(done)](query_result r) {
-        if (!r.ok() && !r.connection_broken) {
-          // The lock may still be held by the session, but no longer in our books: end the
-          // session, which frees it and marks the session's other handles lost.
-          session->connection->abandon("an unlock failed: " + r.message);
-          done(r.message);
-          return;
-        }
-        if (auto self = weak.lock()) self->retire_if_spare(session);
-        done({});
-      });
-}
-
-void session_pool::session_broken(const std::shared_ptr<pg_session>& session) {
-  std::erase(sessions_, session);
-  std::vector<std::stop_source> lost;
-  for (auto& [id, grant] : session->grants) lost.push_back(grant.lost);
-  // Leases stay attached until released: a release on a broken session is a no-op.
-  for (auto& signal : lost) signal.request_stop();
-}
-
-void session_pool::close_all() {
-  for (auto& session : sessions_) session->connection->close();
 }
 
 }  // namespace dlock::postgres::detail

@@ -11,6 +11,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <dlock/core/backend/session_books.hpp>
+
 #include <dlock/postgres/options.hpp>
 
 #include "connection_string.hpp"
@@ -32,8 +34,10 @@ struct session_setup {
 /// reserves a session that holds nothing. One session that holds nothing is kept for the next
 /// acquire. A broken session goes, and the grants on it are signalled lost.
 ///
-/// Everything runs on the io thread (the executor's).
-class session_pool : public std::enable_shared_from_this<session_pool> {
+/// Everything runs on the io thread (the executor's). Waits, releases and spare sessions are
+/// core's session_books.
+class session_pool : public std::enable_shared_from_this<session_pool>,
+                     public session_books<session_pool, pg_session> {
  public:
   /// What the pool tells its owner, on the io thread.
   struct hooks {
@@ -50,30 +54,10 @@ class session_pool : public std::enable_shared_from_this<session_pool> {
   /// A session on which `resource` may be tried at once: not reserved, neither holding nor
   /// attempting it. The caller records its attempt in the session's `attempting`.
   std::shared_ptr<pg_session> session_for_attempt(const std::string& resource);
-  /// A session that holds nothing, reserved for a waiting acquire.
-  std::shared_ptr<pg_session> session_for_wait();
-  /// Ends a wait's reservation; closes the session if it holds nothing and is not needed.
-  void unreserve(const std::shared_ptr<pg_session>& session);
-  /// Closes `session` if it holds nothing, runs nothing and another such session is kept.
-  void retire_if_spare(const std::shared_ptr<pg_session>& session);
-
-  /// Books a grant of `resource` on `session`; returns its id. `lost` is signalled when the
-  /// session breaks.
-  std::uint64_t add_grant(pg_session& session, std::string resource, std::stop_source lost);
-  /// Removes the grant and runs `unlock_sql` unless the session is gone (which freed it);
-  /// `done` gets an error message, empty on success. An unlock that fails ends the session.
-  void release_grant(std::shared_ptr<pg_session> session, std::uint64_t grant_id,
-                     std::string unlock_sql, std::function<void(std::string error)> done);
-
-  const std::vector<std::shared_ptr<pg_session>>& sessions() const noexcept { return sessions_; }
-
-  /// Closes every session: for the backend's destructor, once its thread has stopped.
-  void close_all();
 
  private:
+  friend class session_books<session_pool, pg_session>;
   std::shared_ptr<pg_session> open_session();
-  void forget_broken_sessions();
-  void session_broken(const std::shared_ptr<pg_session>& session);
 
   boost::asio::any_io_executor executor_;
   std::string endpoint_;
@@ -82,8 +66,6 @@ class session_pool : public std::enable_shared_from_this<session_pool> {
   std::chrono::nanoseconds connect_timeout_;
   std::uint32_t locks_per_session_;
   hooks hooks_;
-  std::vector<std::shared_ptr<pg_session>> sessions_;
-  std::uint64_t next_grant_id_ = 1;
 };
 
 }  // namespace dlock::postgres::detail

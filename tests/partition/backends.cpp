@@ -41,6 +41,16 @@ std::string zookeeper_url(const std::string& endpoint, const std::string& scope)
 constexpr bounds zookeeper_bounds{.lost = 5s, .waiter_fails = 5s, .granted_after = 5s,
                                   .grant_with_member_cut = 4s};
 
+// keepalive 2 s: a connection whose round trip goes unanswered a whole period is given up
+// within 1.5 periods; the server closes a silent client's connection after server_lease
+// (2 × keepalive) (docs/mysql.md, "Faults").
+std::string mariadb_url(const std::string& endpoint, const std::string&) {
+  return endpoint + "?keepalive=2s&connect_timeout=2s&release_timeout=1s";
+}
+
+constexpr bounds mariadb_bounds{.lost = 4s, .waiter_fails = 4s, .granted_after = 5s,
+                                .grant_with_member_cut = 1s};
+
 const std::vector<backend_case>& all_backends() {
   static const std::vector<backend_case> backends{
       {"redis", "REDIS", {"redis"}, false, redis_bounds, redis_url},
@@ -50,6 +60,7 @@ const std::vector<backend_case>& all_backends() {
       {"zookeeper", "ZOOKEEPER", {"zookeeper"}, false, zookeeper_bounds, zookeeper_url},
       {"zookeeper-ensemble", "ZOOKEEPER_ENSEMBLE", {"zk1", "zk2", "zk3"}, true, zookeeper_bounds,
        zookeeper_url},
+      {"mariadb", "MARIADB", {"mariadb"}, false, mariadb_bounds, mariadb_url},
   };
   return backends;
 }

@@ -17,10 +17,13 @@
 
 #include <dlock/dlock.hpp>
 
+#include "server_faults.hpp"
 #include "support.hpp"
 #include "test_servers.hpp"
 
 using namespace std::chrono_literals;
+using support::acquires_again;
+using support::seconds_since;
 using support::unique_name;
 using support::wait_until;
 
@@ -49,10 +52,6 @@ int sessions_waiting_for_a_lock(const std::string& application) {
   return answer ? std::stoi(*answer) : -1;
 }
 
-// The seconds from `since` to now.
-double seconds_since(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
 
 // Requests a stop when destroyed: ends the waits of a failing test before their futures join.
 struct stop_when_done {
@@ -60,18 +59,6 @@ struct stop_when_done {
   ~stop_when_done() { source.request_stop(); }
 };
 
-// The server answers a fresh acquire again, however long it takes to come back.
-bool acquires_again(dlock::provider& pg, const std::string& name) {
-  return wait_until(
-      [&] {
-        try {
-          return pg.create_lock(name).try_acquire().has_value();
-        } catch (const dlock::connection_error&) {
-          return false;
-        }
-      },
-      30s);
-}
 
 }  // namespace
 
@@ -193,33 +180,18 @@ TEST_CASE("the server frees the lock of a holder that went silent within its ser
           "[postgres][fault][multiprocess]") {
   // A stopped process is a silent client whose TCP path stays healthy (its kernel answers
   // keepalives and acknowledges data): only the server_lease (idle_session_timeout) ends it.
-  const auto name = unique_name("silent-holder");
-  support::child_process holder({support::helper_path(), "hold",
-                                 url_named(unique_name("silent-holder"),
-                                           "&keepalive=1s&server_lease=3s"),
-                                 name, "lock"});
-  const auto acquired = holder.read_line(30s);
-  REQUIRE(acquired);
-  REQUIRE(acquired->starts_with("acquired "));
-  const std::uint64_t holder_token = std::stoull(acquired->substr(9));
   auto contender = provider_named(unique_name("silent-contender"), "&keepalive=1s");
-  auto waiting = contender->create_lock(name).async_acquire(60s, {}, boost::asio::use_future);
-  REQUIRE(wait_until([&] { return contender->metrics().waits == 1; }, 10s));
-
-  holder.signal(SIGSTOP);
-  const auto stopped = std::chrono::steady_clock::now();
-  REQUIRE(waiting.wait_for(10s) == std::future_status::ready);
-  const double took = seconds_since(stopped);
-  auto granted = waiting.get();
-  CHECK(granted.fencing_token() > holder_token);
+  const auto outcome = support::silence_holder(
+      url_named(unique_name("silent-holder"), "&keepalive=1s&server_lease=3s"), *contender,
+      unique_name("silent-holder"));
+  CHECK(outcome.contender_token > outcome.holder_token);
   // The server frees it server_lease (3 s) after the holder's last keepalive, which came at
   // most half a period (0.5 s) before the stop: never before the holder's own lost bound
   // (1.5 periods), and within the lease.
-  INFO("granted " << took << " s after the holder stopped");
-  CHECK(took >= 1.5);
-  CHECK(took < 4.5);
-  holder.signal(SIGCONT);
-  CHECK(holder.read_line(10s) == "lost");  // and the holder hears it once it runs again
+  INFO("granted " << outcome.seconds_to_grant << " s after the holder stopped");
+  CHECK(outcome.seconds_to_grant >= 1.5);
+  CHECK(outcome.seconds_to_grant < 4.5);
+  CHECK(outcome.holder_heard == "lost");  // and the holder hears it once it runs again
 }
 
 TEST_CASE("a grant to a waiter that went silent is freed within its server_lease, and the next "

@@ -1,0 +1,127 @@
+// dlock-mysql-bench: dlock::mysql beside the raw MariaDB Connector/C it is built on.
+//
+//   dlock-mysql-bench URL [--iterations N] [--handoffs N]
+//
+// URL: mysql://user:pw@host:port/db (the test server's DLOCK_TEST_MARIADB)
+// round trip: one `SELECT 1` on a raw connection.
+// floor: `SELECT GET_LOCK(name, 0)` + `SELECT RELEASE_LOCK(name)` on one raw blocking
+//   connection: the two round trips an uncontended grant needs at least; "with token" adds
+//   dlock's grant batch (GET_LOCK, then NEXTVAL of the fencing sequence, one round trip).
+// uncontended: dlock acquire() + release of one lock, N times, in the same run.
+// handoff: two processes take turns on one lock; each sample is the time from the holder
+//   starting release() to the waiter's acquire() returning.
+// docs/benchmarks.md records the figures and the command that produced them.
+#include <mysql.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <dlock/dlock.hpp>
+
+#include "bench_support.hpp"
+
+namespace {
+
+using namespace dlock_bench;
+
+// One raw blocking connection, as a service using Connector/C directly would have.
+class raw_connection {
+ public:
+  explicit raw_connection(const std::string& url) : mysql_(mysql_init(nullptr)) {
+    // mysql://user:pw@host:port/db
+    const auto rest = url.substr(url.find("://") + 3);
+    const auto at = rest.find('@');
+    const auto credentials = rest.substr(0, at);
+    const auto colon = credentials.find(':');
+    const auto host_port = rest.substr(at + 1, rest.find('/', at) - at - 1);
+    const auto database = rest.substr(rest.find('/', at) + 1);
+    const auto port_at = host_port.rfind(':');
+    if (!mysql_real_connect(mysql_, host_port.substr(0, port_at).c_str(),
+                            credentials.substr(0, colon).c_str(),
+                            credentials.substr(colon + 1).c_str(), database.c_str(),
+                            static_cast<unsigned>(std::stoul(host_port.substr(port_at + 1))),
+                            nullptr, CLIENT_MULTI_STATEMENTS)) {
+      throw std::runtime_error(std::string("mysql: ") + mysql_error(mysql_));
+    }
+  }
+  ~raw_connection() { mysql_close(mysql_); }
+  raw_connection(const raw_connection&) = delete;
+  raw_connection& operator=(const raw_connection&) = delete;
+
+  // Runs a statement (or a batch) and drains its results.
+  void run(const std::string& sql) {
+    if (mysql_real_query(mysql_, sql.data(), sql.size()) != 0) {
+      throw std::runtime_error(std::string("mysql: ") + mysql_error(mysql_));
+    }
+    do {
+      if (MYSQL_RES* result = mysql_store_result(mysql_)) mysql_free_result(result);
+    } while (mysql_next_result(mysql_) == 0);
+  }
+
+  double timed(const std::vector<std::string>& statements) {
+    const auto start = clock_type::now();
+    for (const auto& sql : statements) run(sql);
+    return micros(clock_type::now() - start).count();
+  }
+
+ private:
+  MYSQL* mysql_;
+};
+
+int option(int argc, char** argv, const std::string& name, int fallback) {
+  for (int i = 2; i + 1 < argc; ++i) {
+    if (argv[i] == name) return std::atoi(argv[i + 1]);
+  }
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc < 2) {
+    std::cerr << "usage: dlock-mysql-bench URL [--iterations N] [--handoffs N]\n";
+    return 64;
+  }
+  const std::string url = argv[1];
+  const int iterations = option(argc, argv, "--iterations", 2000);
+  const int handoffs = option(argc, argv, "--handoffs", 200);
+
+  // Forks first, while this process has no threads.
+  const auto turns = summarize(handoff(url, handoffs, std::chrono::microseconds(2000)));
+
+  const std::string name = dlock::mysql::server_lock_name("bench-floor");
+  raw_connection raw(url);
+  raw.run("CREATE SEQUENCE IF NOT EXISTS dlock_fencing");
+  std::vector<double> trip, floor, fenced;
+  for (int i = 0; i < iterations; ++i) {
+    trip.push_back(raw.timed({"SELECT 1"}));
+    floor.push_back(raw.timed({"SELECT GET_LOCK('" + name + "', 0)",
+                               "SELECT RELEASE_LOCK('" + name + "')"}));
+    fenced.push_back(raw.timed(
+        {"SELECT @g := IF(GET_LOCK('" + name + "', 0) = 1, 0, NULL); SELECT IF(@g IS NULL, "
+         "NULL, NEXTVAL(dlock_fencing))",
+         "DO RELEASE_LOCK('" + name + "')"}));
+  }
+  auto provider = dlock::make_provider(url);
+  auto lock = provider->create_lock("bench-dlock");
+  uncontended(lock, iterations / 10);  // warm-up: connections opened, sequence created
+  const auto ours = summarize(uncontended(lock, iterations));
+  const auto floor_summary = summarize(floor);
+  const auto fenced_summary = summarize(fenced);
+
+  print_row("raw SELECT 1 (one round trip)", summarize(trip), trip.size());
+  print_row("raw GET_LOCK + RELEASE_LOCK (floor)", floor_summary, floor.size());
+  print_row("raw floor with the token batch", fenced_summary, fenced.size());
+  print_row("dlock acquire() + release()", ours, static_cast<std::size_t>(iterations));
+  std::printf("%-44s median %9.2fx / %.2fx\n", "ratio to the floor (no token / token)",
+              ours.median_us / floor_summary.median_us, ours.median_us / fenced_summary.median_us);
+  print_row("handoff between two processes", turns, static_cast<std::size_t>(handoffs));
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "dlock-mysql-bench: " << e.what() << "\n";
+  return 1;
+}

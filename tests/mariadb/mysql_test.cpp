@@ -1,0 +1,174 @@
+// dlock::mysql against the MariaDB test server: what only this backend has (its URL, its name
+// mapping seen by plain SQL clients, its fencing sequence). The shared semantics are in the
+// contract suite.
+#include <chrono>
+#include <future>
+#include <string>
+#include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
+
+#include <boost/asio/use_future.hpp>
+#include <catch2/catch.hpp>
+
+#include <dlock/dlock.hpp>
+
+#include "mariadb_client.hpp"
+#include "support.hpp"
+#include "test_servers.hpp"
+
+using namespace std::chrono_literals;
+using support::unique_name;
+using support::wait_until;
+
+namespace {
+
+std::string server_url() { return support::require_test_server_endpoint("DLOCK_TEST_MARIADB"); }
+
+std::string with(const std::string& options) { return server_url() + "?" + options; }
+
+// The `mariadb` command-line client as another service would run it: one session, statements
+// on its stdin, one answer line each.
+class mariadb_cli {
+ public:
+  mariadb_cli()
+      : process_({"/usr/bin/mariadb", "--no-defaults", "--unbuffered", "-N", "-B",
+                  "-h", host().host, "-P", std::to_string(host().port), "-u", "dlock",
+                  "-pdlock", "dlock_test"}) {}
+  ~mariadb_cli() { process_.close_stdin(); }
+  std::string run(const std::string& sql) {
+    process_.write_stdin(sql + ";\n");
+    return process_.read_line(30s).value_or("<no answer>");
+  }
+
+ private:
+  static support::host_port host() { return support::endpoint_hosts(server_url()).at(0); }
+  support::child_process process_;
+};
+
+}  // namespace
+
+TEST_CASE("a mariadb client holding the mapped name excludes dlock, and dlock excludes it",
+          "[mysql][interop]") {
+  const auto name = unique_name("interop");
+  const auto mapped = dlock::mysql::server_lock_name(name);
+  auto db = dlock::make_provider(server_url());
+
+  mariadb_cli cli;
+  REQUIRE(cli.run("SELECT GET_LOCK('" + mapped + "', 0)") == "1");
+  CHECK_FALSE(db->create_lock(name).try_acquire());
+  CHECK_THROWS_AS(db->create_lock(name).acquire(100ms), dlock::timeout_error);
+  auto waiting = db->create_lock(name).async_acquire(30s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return db->metrics().waits == 2; }));
+  REQUIRE(cli.run("SELECT RELEASE_LOCK('" + mapped + "')") == "1");
+  REQUIRE(waiting.wait_for(30s) == std::future_status::ready);
+  auto held = waiting.get();
+  CHECK(cli.run("SELECT GET_LOCK('" + mapped + "', 0)") == "0");
+  CHECK(cli.run("SELECT IS_USED_LOCK('" + mapped + "') IS NOT NULL") == "1");
+  held.release();
+  CHECK(cli.run("SELECT GET_LOCK('" + mapped + "', 0)") == "1");
+}
+
+TEST_CASE("names that differ only in case do not exclude each other", "[mysql][naming]") {
+  const auto base = unique_name("case");
+  auto db = dlock::make_provider(server_url());
+  auto other = dlock::make_provider(server_url());
+  auto upper = db->create_lock(base + "-A").acquire(5s);
+  CHECK(other->create_lock(base + "-a").try_acquire());
+  CHECK_FALSE(other->create_lock(base + "-A").try_acquire());
+}
+
+TEST_CASE("bad URLs and options are invalid_argument naming the field", "[mysql]") {
+  using Catch::Contains;
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("bogus=1")), Contains("bogus"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("keepalive=10")), Contains("keepalive"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("keepalive=10s&server_lease=11s")),
+                      Contains("server_lease"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("ssl-mode=sometimes")), Contains("ssl_mode"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("ssl=maybe")), Contains("ssl"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("fencing_sequence=a;b")),
+                      Contains("fencing_sequence"));
+  REQUIRE_THROWS_WITH(dlock::make_provider("mysql://h1:3306,h2:3306/db"), Contains("one host"));
+  REQUIRE_THROWS_WITH(dlock::make_provider("mysql://127.0.0.1:3306"), Contains("database"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("ssl-ca=/x&ssl_ca=/y")), Contains("twice"));
+  // The TLS and timing options of docs/mysql.md, spelled either way, are taken.
+  CHECK(dlock::make_provider(with("ssl-ca=/etc/ssl/ca.pem&ssl_cert=/c&ssl-key=/k&"
+                                  "ssl-verify-server-cert=false&connect_timeout=2s&"
+                                  "keepalive=5s&server_lease=10s&semaphore_retry=100ms&"
+                                  "release_timeout=3s&fencing_sequence=dlock_fencing")));
+  CHECK(dlock::make_provider("mariadb://dlock:dlock@127.0.0.1:1/dlock_test"));
+  CHECK(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence="));
+}
+
+TEST_CASE("an unreachable server, a wrong password or an unknown database is a connection_error "
+          "naming the endpoint",
+          "[mysql]") {
+  using Catch::Contains;
+  const auto at = support::endpoint_hosts(server_url()).at(0);
+  const std::string endpoint = at.host + ":" + std::to_string(at.port);
+  for (const std::string& url :
+       {"mysql://dlock:wrong@" + endpoint + "/dlock_test",
+        "mysql://dlock:dlock@" + endpoint + "/no_such_database",
+        std::string("mysql://dlock:dlock@127.0.0.1:1/dlock_test?connect_timeout=2s")}) {
+    INFO(url);
+    auto db = dlock::make_provider(url);
+    CHECK_THROWS_AS((void)db->create_lock("x").try_acquire(), dlock::connection_error);
+    CHECK_THROWS_WITH((void)db->create_lock("x").try_acquire(), Contains("127.0.0.1:"));
+  }
+}
+
+TEST_CASE("TLS required against a server without TLS is a connection_error", "[mysql][tls]") {
+  auto db = dlock::make_provider(with("ssl=true&connect_timeout=2s"));
+  CHECK_THROWS_AS((void)db->create_lock("tls").try_acquire(), dlock::connection_error);
+}
+
+TEST_CASE("a Unix socket is a host starting with '/' (URL option socket)", "[mysql]") {
+  const auto socket = support::test_server_endpoint("DLOCK_TEST_MARIADB_SOCKET");
+  if (!socket) {
+    WARN("no socket path in the endpoints file");
+    return;
+  }
+  auto db = dlock::make_provider("mysql://dlock:dlock@localhost/dlock_test?socket=" + *socket);
+  auto held = db->create_lock(unique_name("socket")).try_acquire();
+  CHECK(held);
+}
+
+TEST_CASE("fencing tokens come from a sequence the provider creates on first use",
+          "[mysql][fencing]") {
+  const std::string sequence = "dlock_fencing_" + std::to_string(::getpid());
+  support::mariadb_client sql(server_url());
+  sql.query("DROP SEQUENCE IF EXISTS " + sequence);
+  auto db = dlock::make_provider(with("fencing_sequence=" + sequence));
+  const auto name = unique_name("fencing");
+  std::uint64_t first = 0;
+  {
+    auto held = db->create_lock(name).acquire(5s);
+    first = held.fencing_token();
+    CHECK(first > 0);
+  }
+  CHECK(sql.value("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                  "DATABASE() AND TABLE_NAME = '" + sequence + "' AND TABLE_TYPE = 'SEQUENCE'") ==
+        "1");
+  // Another provider, the same sequence: later grants of the name get higher tokens.
+  auto other = dlock::make_provider(with("fencing_sequence=" + sequence));
+  CHECK(other->create_lock(name).acquire(5s).fencing_token() > first);
+  sql.query("DROP SEQUENCE " + sequence);
+
+  // Without a sequence every token is 0 (for MySQL, which has none).
+  auto unfenced = dlock::make_provider(with("fencing_sequence="));
+  CHECK(unfenced->create_lock(name).acquire(5s).fencing_token() == 0);
+}
+
+TEST_CASE("locks held at once share one connection",
+          "[mysql]") {
+  auto db = dlock::make_provider(server_url());
+  const auto base = unique_name("shared");
+  std::vector<dlock::lock_handle> held;
+  for (int i = 0; i < 50; ++i) held.push_back(db->create_lock(base + std::to_string(i)).acquire(5s));
+  // Every held lock is one IS_USED_LOCK of one connection.
+  support::mariadb_client sql(server_url());
+  std::string holders = "SELECT COUNT(DISTINCT h) FROM (";
+  for (int i = 0; i < 50; ++i) {
+    holders += (i ? " UNION ALL SELECT IS_USED_LOCK('" : "SELECT IS_USED_LOCK('") +
+               dlock::mysql::server_lock_name(base + std::to_string(i)) + "') AS h";
+  }
+  CHECK(sql.value(holders + ") AS t") == "1");
+}
