@@ -40,6 +40,10 @@ class mysql_backend final : public dlock::backend,
 
   /// Makes the pool and starts its keepalive. Connects nothing yet.
   void start() override;
+  /// Not connected while the server leaves the keepalive unanswered (health.hpp).
+  provider_health health() const override {
+    return keepalive_ ? keepalive_->health(*this) : provider_health{};
+  }
 
   const options& settings() const noexcept { return options_; }
   /// NEXTVAL(sequence), or 0 without fencing.

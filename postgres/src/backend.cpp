@@ -83,20 +83,7 @@ std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_reque
 }
 
 provider_health postgres_backend::health() const {
-  provider_health health;
-  const auto since = keepalive_ ? keepalive_->silent_since() : std::nullopt;
-  if (!since) return health;
-  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - *since);
-  health.connected = false;
-  health.problems.push_back(message("the server has not answered a keepalive for " +
-                                    std::to_string(silent.count()) +
-                                    " ms (sessions are given up after keepalive = " +
-                                    std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                       options_.keepalive)
-                                                       .count()) +
-                                    " ms)"));
-  return health;
+  return keepalive_ ? keepalive_->health(*this) : provider_health{};
 }
 
 std::optional<std::uint32_t> postgres_backend::current_count(const acquire_request& request) {

@@ -16,7 +16,9 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <dlock/core/backend/backend.hpp>
 #include <dlock/core/detail/unique_function.hpp>
+#include <dlock/core/health.hpp>
 
 namespace dlock {
 
@@ -53,11 +55,28 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
   }
 
   /// Since when the server has left a probe unanswered for half a period or more, until it
-  /// answers one again (nullopt: it answers). Any thread; for the backend's health().
+  /// answers one again (nullopt: it answers). Any thread.
   std::optional<std::chrono::steady_clock::time_point> silent_since() const noexcept {
     const std::int64_t since = silent_since_.load(std::memory_order_relaxed);
     if (since == 0) return std::nullopt;
     return time_point(std::chrono::steady_clock::duration(since));
+  }
+
+  /// The backend's health() from what the probes found: not connected while the server is
+  /// silent. `owner` words the problem. Any thread.
+  provider_health health(const backend& owner) const {
+    provider_health health;
+    const auto since = silent_since();
+    if (!since) return health;
+    using std::chrono::duration_cast;
+    using std::chrono::milliseconds;
+    const auto silent = duration_cast<milliseconds>(std::chrono::steady_clock::now() - *since);
+    health.connected = false;
+    health.problems.push_back(owner.message(
+        "the server has not answered a keepalive for " + std::to_string(silent.count()) +
+        " ms (sessions are given up after keepalive = " +
+        std::to_string(duration_cast<milliseconds>(period_).count()) + " ms)"));
+    return health;
   }
 
  private:
