@@ -56,9 +56,6 @@ class etcd_fixture final : public backend_fixture {
 
   // Every waiter queues a key.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
-  bool checks_max_count_at_acquire() const override { return true; }
-  // A reader waits for every write key queued before it.
-  bool prefers_writers() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {
     auto etcd = std::make_shared<dlock::etcd::provider>(dlock::etcd::options{

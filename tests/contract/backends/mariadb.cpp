@@ -85,8 +85,6 @@ class mariadb_fixture final : public backend_fixture {
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
   // Named locks record no max_count; holders of another count go unnoticed.
   bool checks_max_count_at_acquire() const override { return false; }
-  // A waiting writer holds the writer gate, which new readers must find free.
-  bool prefers_writers() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {
     auto db = dlock::make_provider("mysql://dlock:dlock@" + unreachable_endpoint() +
