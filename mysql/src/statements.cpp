@@ -119,8 +119,18 @@ std::string server_lease_sql(std::chrono::nanoseconds server_lease) {
   return "SET SESSION wait_timeout = " + std::to_string(lease_seconds);
 }
 
+// DDL only when the sequence is missing: even CREATE ... IF NOT EXISTS waits for an exclusive
+// metadata lock on the name, and every NEXTVAL of every client queues behind it meanwhile.
 std::string create_sequence_sql(const std::string& fencing_sequence) {
-  return "CREATE SEQUENCE IF NOT EXISTS " + fencing_sequence;
+  const auto dot = fencing_sequence.find('.');
+  const std::string schema =
+      dot == std::string::npos ? "DATABASE()" : "'" + fencing_sequence.substr(0, dot) + "'";
+  const std::string name =
+      dot == std::string::npos ? fencing_sequence : fencing_sequence.substr(dot + 1);
+  return "SELECT COUNT(*) INTO @dlock_sequences FROM information_schema.TABLES WHERE "
+         "TABLE_SCHEMA = " + schema + " AND TABLE_NAME = '" + name +
+         "'; EXECUTE IMMEDIATE IF(@dlock_sequences = 0, 'CREATE SEQUENCE IF NOT EXISTS " +
+         fencing_sequence + "', 'DO 0')";
 }
 
 std::string attempt_sql(const acquire_request& r, const std::string& token,

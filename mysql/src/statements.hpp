@@ -23,7 +23,7 @@ void validate_fencing_sequence(const std::string& sequence);
 
 /// What every new connection runs first: the server lease (its session's wait_timeout).
 std::string server_lease_sql(std::chrono::nanoseconds server_lease);
-/// Creates the fencing sequence unless it exists.
+/// Creates the fencing sequence unless it exists (no DDL at all when it does).
 std::string create_sequence_sql(const std::string& fencing_sequence);
 
 /// One attempt of `request`. `wait`: how long the server may block in GET_LOCK (zero: one
