@@ -7,6 +7,7 @@
 #include <dlock/core/detail/acquire.hpp>
 
 #include "acquire_op.hpp"
+#include "gated_acquire.hpp"
 #include "held_lock.hpp"
 #include "lock_service.hpp"
 
@@ -33,30 +34,39 @@ bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nano
     granted = service.backend().try_acquire_inline(request_for(target, mode));
   } catch (...) {
     leave_gate();
-    provider_stats::add(service.stats().failed);
+    count_outcome(target, &provider_stats::failed);
     throw;
   }
   leave_gate();
   if (granted) {
-    provider_stats::add(service.stats().acquired);
+    count_outcome(target, &provider_stats::acquired);
     result.emplace(handle_for(target, std::move(granted)));
     return true;
   }
   if (waits) return false;
-  provider_stats::add(service.stats().not_acquired);  // a zero timeout had its one attempt
+  count_outcome(target, &provider_stats::not_acquired);  // a zero timeout had its one attempt
   return true;
 }
 
 }  // namespace
 
+void refuse_own_thread(const lock_target& target, std::string_view what,
+                       std::string_view instead) {
+  if (target.service->backend().running_in_this_thread()) {
+    throw std::logic_error("dlock: blocking " + std::string(what) + " of '" +
+                           naming::quote_for_message(target.name) +
+                           "' on the provider's own thread would deadlock; use " +
+                           std::string(instead));
+  }
+}
+
 std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode mode,
                                             std::chrono::nanoseconds timeout,
                                             std::stop_token stop, bool fail_with_error) {
   check_timeout(target, timeout);
-  if (target.service->backend().running_in_this_thread()) {
-    throw std::logic_error("dlock: blocking acquire of '" +
-                           naming::quote_for_message(target.name) +
-                           "' on the provider's own thread would deadlock; use async_acquire");
+  refuse_own_thread(target, "acquire", "async_acquire");
+  if (gated(target, mode)) {
+    return gated_acquire_blocking(target, mode, timeout, std::move(stop), fail_with_error);
   }
   if (target.service->backend().acquires_inline() && !stop.stop_requested()) {
     std::optional<lock_handle> result;

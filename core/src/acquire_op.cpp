@@ -32,6 +32,7 @@ const char* primitive_noun(primitive kind) {
     case primitive::lock: return "lock";
     case primitive::reader_writer_lock: return "reader-writer lock";
     case primitive::semaphore: return "semaphore";
+    case primitive::upgrade_gate: return "upgrade gate of reader-writer lock";
   }
   return "lock";
 }
@@ -45,6 +46,11 @@ acquire_request request_for(const lock_target& target, lock_mode mode) {
   request.mode = mode;
   request.max_count = target.max_count;
   return request;
+}
+
+void count_outcome(const lock_target& target,
+                   std::atomic<std::uint64_t> provider_stats::*counter) noexcept {
+  if (!target.step) provider_stats::add(target.service->stats().*counter);
 }
 
 std::exception_ptr not_obtained_error(const lock_target& target, ending why,
@@ -167,14 +173,14 @@ void acquire_op::finish(std::exception_ptr error, std::unique_ptr<lease> granted
     if (auto next = target_.service->gates().leave(gate_key_)) next->gate_granted_from_queue();
   }
   std::optional<lock_handle> handle;
-  provider_stats& stats = target_.service->stats();
   if (granted) {
-    provider_stats::add(stats.acquired);
+    count_outcome(target_, &provider_stats::acquired);
     handle.emplace(handle_for(target_, std::move(granted)));
   } else if (error) {
-    provider_stats::add(stats.failed);
+    count_outcome(target_, &provider_stats::failed);
   } else {
-    provider_stats::add(ending_ == ending::stopped ? stats.cancelled : stats.not_acquired);
+    count_outcome(target_, ending_ == ending::stopped ? &provider_stats::cancelled
+                                                      : &provider_stats::not_acquired);
     if (fail_with_error_) error = not_obtained_error(target_, ending_, timeout_);
   }
   auto done = std::move(done_);

@@ -3,12 +3,6 @@
 
 namespace dlock::detail {
 
-struct handle_access {
-  static lock_handle make(std::unique_ptr<held_lock> state) noexcept {
-    return lock_handle(std::move(state));
-  }
-};
-
 namespace {
 
 // At the deadline: tell the holder first (lost), then free the lock for the others.

@@ -54,4 +54,21 @@ struct held_lock {
 /// has a limit (at the limit the lease is marked lost, then released).
 lock_handle handle_for(const lock_target& target, std::unique_ptr<lease> granted);
 
+/// Core's way into a handle's state.
+struct handle_access {
+  static lock_handle make(std::unique_ptr<held_lock> state) noexcept {
+    return lock_handle(std::move(state));
+  }
+  /// The lease of a non-empty handle (nullptr for an empty one).
+  static std::shared_ptr<lease> lease_of(const lock_handle& handle) noexcept {
+    return handle.state_ ? handle.state_->granted : nullptr;
+  }
+  /// Empties `handle` without releasing its lease, and returns the lease. Requires: a
+  /// non-empty handle without a maximum hold time (a step of a gated acquire).
+  static std::shared_ptr<lease> take_lease(lock_handle& handle) noexcept {
+    auto state = std::move(handle.state_);
+    return std::move(state->granted);
+  }
+};
+
 }  // namespace dlock::detail

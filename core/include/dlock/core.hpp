@@ -9,3 +9,4 @@
 #include <dlock/core/errors.hpp>
 #include <dlock/core/lock_handle.hpp>
 #include <dlock/core/provider.hpp>
+#include <dlock/core/upgradeable_lock_handle.hpp>

@@ -72,17 +72,21 @@ class file_fixture final : public backend_fixture {
     std::filesystem::rename(replacement, path);
   }
 
-  // The flock(2) and counter locks on the name's lock file, semaphore file and slot files
-  // (docs/file.md); the files themselves stay unless remove_files is set.
+  // The flock(2) and counter locks on the name's lock file, upgrade gate, semaphore file and
+  // slot files (docs/file.md); the files themselves stay unless remove_files is set.
   std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
     dlock::file::provider files({.directory = directory_.path()});
     const std::string lock_file = files.lock_file_path(name).filename().string();
-    const std::string semaphore_files =
-        lock_file.substr(0, lock_file.size() - std::string_view(".lock").size()) + ".semaphore";
+    const std::string escaped =
+        lock_file.substr(0, lock_file.size() - std::string_view(".lock").size());
+    const std::string semaphore_files = escaped + ".semaphore";
+    const std::string gate_file = escaped + ".upgrade-gate";
     std::vector<std::string> footprint;
     for (const auto& entry : std::filesystem::directory_iterator(directory_.path())) {
       const std::string file = entry.path().filename().string();
-      if (file != lock_file && !is_semaphore_file(file, semaphore_files)) continue;
+      if (file != lock_file && file != gate_file && !is_semaphore_file(file, semaphore_files)) {
+        continue;
+      }
       for (const std::string& lock : locks_on(entry.path())) footprint.push_back(file + " " + lock);
     }
     std::sort(footprint.begin(), footprint.end());
