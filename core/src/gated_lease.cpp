@@ -133,6 +133,13 @@ bool gated_lease::end_upgrade(std::shared_ptr<lease> grant, lock_mode mode) {
   return false;
 }
 
-void gated_lease::abandon_upgrade() noexcept { mark_lost(); }
+void gated_lease::abandon_upgrade() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    // Without a grant, as a lost read: a later upgrade is lock_lost_error, not "under way".
+    if (phase_ == phase::upgrading) phase_ = phase::reading;
+  }
+  mark_lost();
+}
 
 }  // namespace dlock::detail

@@ -21,7 +21,7 @@ namespace dlock::detail {
 ///
 ///   reading --begin_upgrade--> upgrading --end_upgrade(write)--> writing
 ///                                        --end_upgrade(read)---> reading (upgrade abandoned)
-///                                        --abandon_upgrade-----> lost
+///                                        --abandon_upgrade-----> reading, lost, no grant
 ///   any --release--> released
 ///
 /// The gate is held throughout, so no writer (they all take the gate) gets in between, and the
@@ -53,7 +53,8 @@ class gated_lease final : public lease {
   /// not happen). The lease's fencing token becomes the grant's. Returns false, and releases
   /// `grant`, when the lease was released or lost meanwhile.
   bool end_upgrade(std::shared_ptr<lease> grant, lock_mode mode);
-  /// Ends an upgrade that has no grant to end with: the lease is lost.
+  /// Ends an upgrade that has no grant to end with: the lease is lost (and holds the gate
+  /// alone until released).
   void abandon_upgrade() noexcept;
 
  private:

@@ -27,6 +27,12 @@ struct upgradeable_access {
 
 namespace {
 
+/// How long an upgrade that did not get the write waits to take its read back. Only a
+/// withdrawn write request still on its way out (a Redis queue entry) or an exclusive lock
+/// that bypasses the gate (the lock of the same name where it is one resource, flock(1)) can
+/// be in the way, since the gate keeps every writer out.
+constexpr std::chrono::seconds read_back_limit{5};
+
 /// The gated lease of an upgradeable read's handle. Throws std::logic_error for an empty one.
 std::shared_ptr<gated_lease> upgradeable_lease(const lock_handle& handle) {
   auto granted = handle_access::lease_of(handle);
@@ -54,8 +60,6 @@ std::exception_ptr after_write_not_obtained(gated_lease& held, std::exception_pt
     return error;
   }
   if (!read) {
-    // Only an exclusive lock that bypasses the gate (the lock of the same name where it is
-    // the same resource, flock(1)) can be in the way of a read while the gate is ours.
     held.abandon_upgrade();
     return lost_while_upgrading(held, "could not be read-locked again after its upgrade gave up");
   }
@@ -74,7 +78,7 @@ std::exception_ptr after_write_obtained(gated_lease& held, lock_handle& write) {
 }
 
 /// The async upgrade: on the provider's thread, the read goes, then the write is waited for,
-/// and if it does not come the read is taken back (one attempt: the gate keeps writers out).
+/// and if it does not come the read is taken back.
 struct upgrade_op : std::enable_shared_from_this<upgrade_op> {
   upgrade_op(std::shared_ptr<gated_lease> held, std::chrono::nanoseconds timeout,
              std::stop_token stop, bool fail_with_error, upgrade_completion done)
@@ -112,7 +116,7 @@ struct upgrade_op : std::enable_shared_from_this<upgrade_op> {
   }
 
   void take_read_back() {
-    start_acquire(held->lock(), lock_mode::shared, std::chrono::nanoseconds::zero(), {}, false,
+    start_acquire(held->lock(), lock_mode::shared, read_back_limit, {}, false,
                   [self = shared_from_this()](std::exception_ptr error,
                                               std::optional<lock_handle> read) {
                     self->complete(after_write_not_obtained(*self->held, std::move(error),
@@ -193,8 +197,7 @@ bool upgrade_blocking(const lock_handle& handle, std::chrono::nanoseconds timeou
   std::optional<lock_handle> read_again;
   if (!error) {
     try {
-      read_again = acquire_blocking(lock, lock_mode::shared, std::chrono::nanoseconds::zero(), {},
-                                    false);
+      read_again = acquire_blocking(lock, lock_mode::shared, read_back_limit, {}, false);
     } catch (...) {
       error = std::current_exception();
     }
