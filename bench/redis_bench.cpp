@@ -215,6 +215,7 @@ int main(int argc, char** argv) try {
     print_row("dlock acquire+release, uncontended", ours, iterations);
     std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
   }
+  print_reader_writer_rows(url, iterations);
   const auto pubsub = summarize(pubsub_round_trip(host, port, iterations / 10));
   const auto handed = summarize(handoff_samples);
   print_row("raw pub/sub round trip", pubsub, iterations / 10);
