@@ -2,6 +2,7 @@
 #include "gated_acquire.hpp"
 
 #include <memory>
+#include <tuple>
 #include <utility>
 
 #include "acquire_op.hpp"
@@ -66,15 +67,18 @@ struct gated_acquire_op : std::enable_shared_from_this<gated_acquire_op> {
   void finish(std::exception_ptr error, std::optional<lock_handle> gate,
               std::optional<lock_handle> grant) {
     auto complete = std::move(done);
+    std::optional<lock_handle> handle;
     if (error) {
       gate.reset();
       count_outcome(target, &provider_stats::failed);
-      complete(std::move(error), std::nullopt);
-      return;
+    } else {
+      std::tie(error, handle) = settle(target, mode, timeout, stop, fail_with_error,
+                                       std::move(gate), std::move(grant));
     }
-    auto [failure, handle] =
-        settle(target, mode, timeout, stop, fail_with_error, std::move(gate), std::move(grant));
-    complete(std::move(failure), std::move(handle));
+    // As acquire_op::finish: the caller, not this thread, must be the one to drop the last
+    // reference to the provider (a thread cannot join itself).
+    target.service.reset();
+    complete(std::move(error), std::move(handle));
   }
 
   lock_target target;

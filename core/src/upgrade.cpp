@@ -128,6 +128,9 @@ struct upgrade_op : std::enable_shared_from_this<upgrade_op> {
 
   void complete(std::exception_ptr error, bool upgraded) {
     auto finish = std::move(done);
+    // The handle's owner, not this thread, must drop the last reference to the provider (a
+    // thread cannot join itself), as in acquire_op::finish.
+    held.reset();
     finish(std::move(error), upgraded && !error);
   }
 
