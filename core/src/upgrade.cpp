@@ -77,7 +77,7 @@ std::exception_ptr after_write_obtained(gated_lease& held, lock_handle& write) {
   return lost_while_upgrading(held, "was released or lost while upgrading");
 }
 
-/// The async upgrade: on the provider's thread, the read goes, then the write is waited for,
+/// The async upgrade: the read goes, then the write is waited for (on the provider's thread),
 /// and if it does not come the read is taken back.
 struct upgrade_op : std::enable_shared_from_this<upgrade_op> {
   upgrade_op(std::shared_ptr<gated_lease> held, std::chrono::nanoseconds timeout,
@@ -85,15 +85,11 @@ struct upgrade_op : std::enable_shared_from_this<upgrade_op> {
       : held(std::move(held)), timeout(timeout), stop(std::move(stop)),
         fail_with_error(fail_with_error), done(std::move(done)) {}
 
-  void start(std::shared_ptr<lease> read) {
-    boost::asio::post(held->lock().service->backend().executor(),
-                      [self = shared_from_this(), read = std::move(read)]() mutable {
-                        self->release_read(std::move(read));
-                      });
-  }
+  // The read is released on the caller's thread, as lock_handle::release() would be, so that
+  // the server has seen it go before the write's first attempt (a zero timeout makes only
+  // that one). On the provider's own thread a backend releases in the background instead.
+  void start(std::shared_ptr<lease> read) { release_read(std::move(read)); }
 
-  // On the provider's thread, which a backend's release does not wait on (it releases in
-  // the background there).
   void release_read(std::shared_ptr<lease> read) {
     try {
       read->release();

@@ -312,6 +312,10 @@ TEST_CASE("async upgradeable reads and upgrades complete through any completion 
   CHECK(first->async_try_upgrade(10s, {}, use_future).get());
   CHECK(first->upgraded());
   first->release();
+  // One attempt, made after the read is gone from the server.
+  auto once = rw.acquire_upgradeable_read(10s);
+  CHECK(once.async_try_upgrade(0s, {}, use_future).get());
+  once.release();
 
   boost::asio::io_context io;
   bool upgraded = false;

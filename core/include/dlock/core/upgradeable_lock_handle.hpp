@@ -158,7 +158,10 @@ class [[nodiscard]] upgradeable_lock_handle {
     (void)detail::upgrade_blocking(handle_, timeout, std::move(stop), true);
   }
 
-  /// The async twin of try_upgrade.
+  /// The async twin of try_upgrade. The read lock is released before the call returns (on
+  /// the calling thread, as release() would: up to the backend's release_timeout; on the
+  /// provider's own thread it is released in the background); the wait for the write holds
+  /// no thread.
   /// Completion signature: void(std::exception_ptr, bool upgraded).
   /// Cancellation: the stop token, as for distributed_lock::async_try_acquire.
   /// Object lifetimes: the handle may be moved while the upgrade runs, but it must not be
