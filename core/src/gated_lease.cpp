@@ -30,6 +30,7 @@ gated_lease::gated_lease(lock_target lock, std::shared_ptr<lease> gate,
     : lease(grant->fencing_token()),
       lock_(std::move(lock)),
       phase_(mode == lock_mode::shared ? phase::reading : phase::writing),
+      writes_(mode == lock_mode::exclusive),
       gate_(std::move(gate)),
       grant_(std::move(grant)) {
   gate_watch_ = watch_for_loss(*gate_);
@@ -81,7 +82,7 @@ void gated_lease::release() {
 
 bool gated_lease::writes() const {
   std::lock_guard lock(mutex_);
-  return phase_ == phase::writing;
+  return writes_;
 }
 
 void gated_lease::check_upgradeable() const {
@@ -90,11 +91,11 @@ void gated_lease::check_upgradeable() const {
 }
 
 void gated_lease::refuse_misuse() const {
-  if (phase_ != phase::writing && phase_ != phase::upgrading) return;
+  if (!writes_ && phase_ != phase::upgrading) return;
   throw std::logic_error("dlock: " + lock_.service->describe() + ": reader-writer lock '" +
                          naming::quote_for_message(lock_.name) + "' is " +
-                         (phase_ == phase::writing ? "upgraded already; a handle upgrades once"
-                                                   : "being upgraded already"));
+                         (writes_ ? "upgraded already; a handle upgrades once"
+                                  : "being upgraded already"));
 }
 
 std::shared_ptr<lease> gated_lease::begin_upgrade() {
@@ -125,6 +126,7 @@ bool gated_lease::end_upgrade(std::shared_ptr<lease> grant, lock_mode mode) {
       grant_watch_ = std::move(grant_watch);
       grant_ = std::move(grant);
       phase_ = mode == lock_mode::shared ? phase::reading : phase::writing;
+      writes_ = mode == lock_mode::exclusive;
       return true;
     }
   }

@@ -40,7 +40,7 @@ class gated_lease final : public lease {
 
   /// The reader-writer lock, as a step target (its acquires are not gated again).
   const lock_target& lock() const noexcept { return lock_; }
-  /// True once the grant is a write (granted so, or upgraded).
+  /// True once the grant is a write (granted so, or upgraded), also after a release.
   bool writes() const;
 
   /// Throws std::logic_error when the grant is a write already or an upgrade is under way.
@@ -69,6 +69,7 @@ class gated_lease final : public lease {
   lock_target lock_;
   mutable std::mutex mutex_;
   phase phase_;
+  bool writes_;  ///< the grant is (or, released, was) a write
   std::shared_ptr<lease> gate_;
   std::shared_ptr<lease> grant_;
   std::unique_ptr<watch> gate_watch_;
