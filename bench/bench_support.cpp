@@ -99,6 +99,46 @@ std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations) {
   return samples;
 }
 
+namespace {
+
+template <typename Work>
+double timed_us(Work&& work) {
+  const auto start = clock_type::now();
+  work();
+  return micros(clock_type::now() - start).count();
+}
+
+}  // namespace
+
+void print_reader_writer_rows(const std::string& url, int iterations) {
+  auto provider = dlock::make_provider(url);
+  auto lock = provider->create_lock("bench-lock");
+  auto rw = provider->create_reader_writer_lock("bench-rw");
+  std::vector<double> locks, reads, writes, upgrades;
+  for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
+    const double samples[] = {timed_us([&] { (void)lock.acquire(); }),
+                              timed_us([&] { (void)rw.acquire_read(); }),
+                              timed_us([&] { (void)rw.acquire_write(); }),
+                              timed_us([&] {
+                                auto held = rw.acquire_upgradeable_read();
+                                held.upgrade();
+                              })};
+    if (i < 0) continue;
+    locks.push_back(samples[0]);
+    reads.push_back(samples[1]);
+    writes.push_back(samples[2]);
+    upgrades.push_back(samples[3]);
+  }
+  const auto lock_summary = summarize(locks);
+  const auto write_summary = summarize(writes);
+  print_row("lock acquire+release (for comparison)", lock_summary, locks.size());
+  print_row("rw read acquire+release", summarize(reads), reads.size());
+  print_row("rw write acquire+release (gate + write)", write_summary, writes.size());
+  print_row("rw upgradeable read + upgrade + release", summarize(upgrades), upgrades.size());
+  std::printf("%-44s median %9.2fx\n", "rw write / lock",
+              write_summary.median_us / lock_summary.median_us);
+}
+
 std::vector<double> handoff(const std::string& url, int rounds, std::chrono::microseconds settle) {
   void* memory = ::mmap(nullptr, sizeof(handoff_board), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);

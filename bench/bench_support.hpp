@@ -30,6 +30,12 @@ void print_row(const std::string& what, const summary& s, std::size_t n);
 /// acquire() + release of `lock`, `iterations` times; the time of each, in microseconds.
 std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations);
 
+/// Uncontended acquire + release of one reader-writer lock at `url`, `iterations` times each,
+/// interleaved so that all see the same load: beside a plain lock, a read, a write (which takes
+/// the upgrade gate first) and an upgradeable read that is upgraded before its release. Prints
+/// a row each and the cost of a write over a lock.
+void print_reader_writer_rows(const std::string& url, int iterations);
+
 /// Two processes take strict turns on one lock at `url`, each handing over only to a peer
 /// that is already waiting and has had `settle` to block; each sample is the time from the
 /// holder starting release() to the waiter's acquire() returning. Forks: call it while this

@@ -114,7 +114,9 @@ wait_endings wait_ending_latency(const std::string& url, int rounds) {
   return result;
 }
 
-void print_generic_rows(const std::string& url, const std::vector<double>& handoff_samples) {
+void print_generic_rows(const std::string& url, const std::vector<double>& handoff_samples,
+                        int iterations) {
+  print_reader_writer_rows(url, iterations);
   print_row("dlock handoff between two processes", summarize(handoff_samples),
             handoff_samples.size());
   const auto endings = wait_ending_latency(url, 200);
@@ -177,7 +179,7 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
                 plain_summary.median_us / floor_summary.median_us,
                 ours_summary.median_us / fenced_floor_summary.median_us);
   }
-  print_generic_rows(url, handoff_samples);
+  print_generic_rows(url, handoff_samples, iterations);
   {
     const std::string application = "dlock-bench-held-" + std::to_string(::getpid());
     auto provider = dlock::make_provider(with_option(url, "application_name=" + application));
@@ -257,7 +259,7 @@ int main(int argc, char** argv) try {
     print_row("dlock acquire+release, uncontended", ours, iterations);
     std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
   }
-  print_generic_rows(url, handoff_samples);
+  print_generic_rows(url, handoff_samples, iterations);
   if (own_dir) std::filesystem::remove_all(dir);
   return 0;
 } catch (const std::exception& e) {

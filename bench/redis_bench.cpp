@@ -248,6 +248,7 @@ int main(int argc, char** argv) try {
                   theirs.median_us / plain.median_us);
     }
   }
+  print_reader_writer_rows(url, iterations);
   const auto pubsub = summarize(pubsub_round_trip(host, port, iterations / 10));
   const auto handed = summarize(handoff_samples);
   print_row("raw pub/sub round trip", pubsub, iterations / 10);

@@ -178,6 +178,7 @@ int main(int argc, char** argv) try {
     print_row("dlock acquire+release, uncontended", ours, iterations);
     std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
   }
+  print_reader_writer_rows(url, iterations);
   print_row("dlock handoff between two processes", summarize(handoff_samples),
             handoff_samples.size());
   std::printf("%-44s %9.0f grants/s (%d processes, %.0f s)\n", "dlock contended", rate,

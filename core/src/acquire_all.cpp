@@ -12,6 +12,7 @@
 #include <dlock/core/backend/naming.hpp>
 
 #include "lock_service.hpp"
+#include "shared_deadline.hpp"
 
 namespace dlock {
 
@@ -105,8 +106,6 @@ namespace detail {
 
 namespace {
 
-using clock = std::chrono::steady_clock;
-
 /// The order every process takes a list in: by backend and endpoint, then locks before
 /// semaphores, then name, then primitive. A lock and the reader-writer lock of one name sit
 /// side by side (they are one resource on some backends), so no two lists can take them in
@@ -134,33 +133,6 @@ std::vector<std::size_t> canonical_order(const std::vector<lock_request>& locks)
   }
   return order;
 }
-
-/// One timeout for the whole list: each lock gets what is left of it.
-class shared_deadline {
- public:
-  explicit shared_deadline(std::chrono::nanoseconds timeout) : timeout_(timeout) {
-    if (timeout < std::chrono::nanoseconds::zero()) {
-      throw std::invalid_argument("dlock: negative timeout for acquire_all");
-    }
-    const auto now = clock::now();
-    // A timeout too long to add to now is as good as forever.
-    if (timeout > std::chrono::nanoseconds::zero() && timeout < clock::time_point::max() - now) {
-      deadline_ = now + timeout;
-    } else if (timeout > std::chrono::nanoseconds::zero()) {
-      timeout_ = forever;
-    }
-  }
-  std::chrono::nanoseconds remaining() const {
-    if (!deadline_) return timeout_;  // forever, or zero: one attempt at each lock
-    return std::max(std::chrono::nanoseconds::zero(),
-                    std::chrono::duration_cast<std::chrono::nanoseconds>(*deadline_ -
-                                                                         clock::now()));
-  }
-
- private:
-  std::chrono::nanoseconds timeout_;
-  std::optional<clock::time_point> deadline_;
-};
 
 /// Releases in the reverse of the order taken; errors go to each provider's hook.
 void release_in_reverse(std::vector<lock_handle>& taken) noexcept {

@@ -7,6 +7,7 @@
 #include <dlock/core/detail/acquire.hpp>
 
 #include "acquire_op.hpp"
+#include "gated_acquire.hpp"
 #include "held_lock.hpp"
 #include "lock_service.hpp"
 
@@ -37,31 +38,40 @@ bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nano
     granted = service.backend().try_acquire_inline(request_for(target, mode));
   } catch (...) {
     leave_gate();
-    stats.acquire_ended(labels_of(target, mode), acquire_outcome::failed, started);
+    count_outcome(target, mode, acquire_outcome::failed, started);
     throw;
   }
   leave_gate();
   if (granted) {
-    stats.acquire_ended(labels_of(target, mode), acquire_outcome::granted, started);
+    count_outcome(target, mode, acquire_outcome::granted, started);
     result.emplace(handle_for(target, mode, std::move(granted)));
     return true;
   }
   if (waits) return false;
   // A zero timeout had its one attempt.
-  stats.acquire_ended(labels_of(target, mode), acquire_outcome::not_acquired, started);
+  count_outcome(target, mode, acquire_outcome::not_acquired, started);
   return true;
 }
 
 }  // namespace
 
+void refuse_own_thread(const lock_target& target, std::string_view what,
+                       std::string_view instead) {
+  if (target.service->backend().running_in_this_thread()) {
+    throw std::logic_error("dlock: blocking " + std::string(what) + " of '" +
+                           naming::quote_for_message(target.name) +
+                           "' on the provider's own thread would deadlock; use " +
+                           std::string(instead));
+  }
+}
+
 std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode mode,
                                             std::chrono::nanoseconds timeout,
                                             std::stop_token stop, bool fail_with_error) {
   check_timeout(target, timeout);
-  if (target.service->backend().running_in_this_thread()) {
-    throw std::logic_error("dlock: blocking acquire of '" +
-                           naming::quote_for_message(target.name) +
-                           "' on the provider's own thread would deadlock; use async_acquire");
+  refuse_own_thread(target, "acquire", "async_acquire");
+  if (gated(target, mode)) {
+    return gated_acquire_blocking(target, mode, timeout, std::move(stop), fail_with_error);
   }
   if (target.service->backend().acquires_inline() && !stop.stop_requested()) {
     std::optional<lock_handle> result;

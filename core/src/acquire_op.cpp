@@ -32,6 +32,7 @@ const char* primitive_noun(primitive kind) {
     case primitive::lock: return "lock";
     case primitive::reader_writer_lock: return "reader-writer lock";
     case primitive::semaphore: return "semaphore";
+    case primitive::upgrade_gate: return "upgrade gate of reader-writer lock";
   }
   return "lock";
 }
@@ -45,6 +46,11 @@ acquire_request request_for(const lock_target& target, lock_mode mode) {
   request.mode = mode;
   request.max_count = target.max_count;
   return request;
+}
+
+void count_outcome(const lock_target& target, lock_mode mode, acquire_outcome outcome,
+                   std::chrono::steady_clock::time_point started) noexcept {
+  if (!target.step) target.service->stats().acquire_ended(labels_of(target, mode), outcome, started);
 }
 
 std::exception_ptr not_obtained_error(const lock_target& target, ending why,
@@ -178,7 +184,7 @@ void acquire_op::finish(std::exception_ptr error, std::unique_ptr<lease> granted
                                          : acquire_outcome::not_acquired;
     if (fail_with_error_) error = not_obtained_error(target_, ending_, timeout_);
   }
-  target_.service->stats().acquire_ended(labels_of(target_, mode_), outcome, started_);
+  count_outcome(target_, mode_, outcome, started_);
   auto done = std::move(done_);
   // The caller may drop its last reference as soon as it has the result; then it, not
   // this thread, shuts the provider down (a thread cannot join itself).

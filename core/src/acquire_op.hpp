@@ -9,12 +9,15 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include <dlock/core/backend/backend.hpp>
 #include <dlock/core/detail/acquire.hpp>
+
+#include "provider_stats.hpp"
 
 namespace dlock::detail {
 
@@ -23,6 +26,17 @@ enum class ending { none, timed_out, stopped };
 
 /// What the backend is asked for an acquire of `target` in `mode` (one attempt).
 acquire_request request_for(const lock_target& target, lock_mode mode);
+
+/// Throws std::logic_error when called on the provider's own thread, where a blocking `what`
+/// would wait for itself; the message suggests `instead`.
+void refuse_own_thread(const lock_target& target, std::string_view what,
+                       std::string_view instead);
+
+/// Counts an acquire's outcome in its provider's metrics and tells its metrics sink, unless
+/// the acquire is a step of a gated acquire (which counts once for both steps). `started` is
+/// read only with a sink.
+void count_outcome(const lock_target& target, lock_mode mode, acquire_outcome outcome,
+                   std::chrono::steady_clock::time_point started) noexcept;
 
 /// The exception of an acquire() that did not get the lock: timeout_error or cancelled_error.
 std::exception_ptr not_obtained_error(const lock_target& target, ending why,

@@ -3,15 +3,6 @@
 
 namespace dlock::detail {
 
-struct handle_access {
-  static lock_handle make(std::unique_ptr<held_lock> state) noexcept {
-    return lock_handle(std::move(state));
-  }
-  static const lease* lease_of(const lock_handle& handle) noexcept {
-    return handle.state_ ? handle.state_->granted.get() : nullptr;
-  }
-};
-
 namespace {
 
 // At the deadline: tell the holder first (lost), then free the lock for the others.
@@ -78,7 +69,7 @@ lock_handle handle_for(const lock_target& target, lock_mode mode, std::unique_pt
 namespace dlock {
 
 const lease* granted_lease(const lock_handle& handle) noexcept {
-  return detail::handle_access::lease_of(handle);
+  return detail::handle_access::lease_of(handle).get();
 }
 
 }  // namespace dlock

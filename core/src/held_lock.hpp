@@ -73,4 +73,21 @@ inline lock_labels labels_of(const lock_target& target, lock_mode mode) {
   return {target.service->stats().backend_label, target.kind, mode, target.name};
 }
 
+/// Core's way into a handle's state.
+struct handle_access {
+  static lock_handle make(std::unique_ptr<held_lock> state) noexcept {
+    return lock_handle(std::move(state));
+  }
+  /// The lease of a non-empty handle (nullptr for an empty one).
+  static std::shared_ptr<lease> lease_of(const lock_handle& handle) noexcept {
+    return handle.state_ ? handle.state_->granted : nullptr;
+  }
+  /// Empties `handle` without releasing its lease, and returns the lease. Requires: a
+  /// non-empty handle without a maximum hold time (a step of a gated acquire).
+  static std::shared_ptr<lease> take_lease(lock_handle& handle) noexcept {
+    auto state = std::move(handle.state_);
+    return std::move(state->granted);
+  }
+};
+
 }  // namespace dlock::detail

@@ -4,6 +4,9 @@
 
 #include <boost/asio/post.hpp>
 
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/errors.hpp>
+
 #include "held_lock.hpp"
 
 namespace dlock {
@@ -113,6 +116,14 @@ void lock_handle::on_lost(std::function<void()> callback) {
   std::lock_guard lock(state_->callbacks_mutex);
   state_->on_lost_callbacks.push_back(std::make_unique<detail::held_lock::lost_callback>(
       state_->granted->lost_token(), std::move(post_callback)));
+}
+
+void lock_handle::throw_if_lost() const {
+  if (!state_) throw lock_lost_error("dlock: the handle holds no lock (released, moved from or empty)");
+  if (state_->granted->lost()) {
+    throw lock_lost_error("dlock: " + state_->service->describe() + ": lock '" +
+                          naming::quote_for_message(state_->name) + "' was lost");
+  }
 }
 
 std::uint64_t lock_handle::fencing_token() const noexcept {

@@ -5,6 +5,7 @@
 #include <dlock/core/detail/acquire.hpp>
 
 #include "acquire_op.hpp"
+#include "gated_acquire.hpp"
 #include "lock_service.hpp"
 
 namespace dlock::detail {
@@ -32,6 +33,10 @@ boost::asio::any_io_executor executor_of(const lock_target& target) {
 void start_acquire(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
                    std::stop_token stop, bool fail_with_error, try_acquire_completion done) {
   check_timeout(target, timeout);
+  if (gated(target, mode)) {
+    start_gated_acquire(target, mode, timeout, std::move(stop), fail_with_error, std::move(done));
+    return;
+  }
   std::make_shared<acquire_op>(target, mode, timeout, std::move(stop), fail_with_error,
                                std::move(done))
       ->start();

@@ -28,6 +28,8 @@ file_acquire::file_acquire(std::shared_ptr<file_backend> backend, acquire_reques
     for (std::uint32_t i = 0; i < request_.max_count; ++i) {
       candidates_.push_back({base + "." + std::to_string(i), {}});
     }
+  } else if (request_.kind == primitive::upgrade_gate) {
+    candidates_.push_back({backend_->gate_file_name(request_.name), {}});
   } else {
     candidates_.push_back({backend_->lock_file_name(request_.name), {}});
   }

@@ -179,12 +179,26 @@ void file_backend::schedule_monitor() {
   });
 }
 
+namespace {
+
+// Every file of a name is its escaped name and a suffix of its own, so no two names and no
+// two primitives of one name share a file by accident.
+std::string file_of(std::string_view name, std::string_view suffix) {
+  return naming::escape_segment(name, max_escaped_bytes, true) + std::string(suffix);
+}
+
+}  // namespace
+
 std::string file_backend::lock_file_name(std::string_view name) const {
-  return naming::escape_segment(name, max_escaped_bytes, true) + ".lock";
+  return file_of(name, ".lock");
 }
 
 std::string file_backend::semaphore_file_name(std::string_view name) const {
-  return naming::escape_segment(name, max_escaped_bytes, true) + ".semaphore";
+  return file_of(name, ".semaphore");
+}
+
+std::string file_backend::gate_file_name(std::string_view name) const {
+  return file_of(name, ".upgrade-gate");
 }
 
 std::string file_backend::writers_file_name(std::string_view name) const {

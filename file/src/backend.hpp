@@ -44,10 +44,14 @@ class file_backend final : public dlock::backend,
 
   const std::filesystem::path& directory() const noexcept { return directory_; }
   const options& settings() const noexcept { return options_; }
+  /// The file of `name`'s lock and reader-writer lock: `<escaped name>.lock`.
   std::string lock_file_name(std::string_view name) const;
+  /// The base of `name`'s semaphore files: `<escaped name>.semaphore`.
   std::string semaphore_file_name(std::string_view name) const;
   /// The file where writers of the reader-writer lock `name` queue ahead of new readers.
   std::string writers_file_name(std::string_view name) const;
+  /// The file of `name`'s upgrade gate: `<escaped name>.upgrade-gate`.
+  std::string gate_file_name(std::string_view name) const;
 
   // Waiters and held leases, by file name. Waiters are touched only on the io thread;
   // held leases also from the threads that release them, under held_mutex_.

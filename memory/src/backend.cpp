@@ -64,9 +64,15 @@ std::shared_ptr<memory_domain> memory_domain::named(const std::string& name) {
 }
 
 // A lock and the reader-writer lock of one name are one resource, as in the file backend
-// (and flock(1)); a semaphore of that name is another.
+// (and flock(1)); a semaphore of that name is another, and the upgrade gate a third.
 std::string memory_domain::key_of(const acquire_request& request) {
-  return (request.kind == primitive::semaphore ? "S" : "L") + request.name;
+  switch (request.kind) {
+    case primitive::semaphore: return "S" + request.name;
+    case primitive::upgrade_gate: return "G" + request.name;
+    case primitive::lock:
+    case primitive::reader_writer_lock: break;
+  }
+  return "L" + request.name;
 }
 
 void memory_domain::check_max_count(resource& r, const acquire_request& request) const {
@@ -234,7 +240,7 @@ void memory_domain::break_name(const std::string& name) {
   std::vector<std::stop_source> lost;
   {
     std::lock_guard lock(mutex_);
-    for (const std::string& key : {"L" + name, "S" + name}) {
+    for (const std::string& key : {"L" + name, "S" + name, "G" + name}) {
       auto it = resources_.find(key);
       if (it == resources_.end()) continue;
       resource& r = it->second;

@@ -9,6 +9,7 @@
 #include "lock_timeout.hpp"
 #include "semaphore_keys.hpp"
 #include "sql.hpp"
+#include "upgrade_gate_key.hpp"
 
 namespace dlock::postgres::detail {
 
@@ -18,13 +19,24 @@ bool is_semaphore(const acquire_request& request) {
   return request.kind == primitive::semaphore;
 }
 
+// A lock and a reader-writer lock of a name share its key (as in .NET's DistributedLock);
+// a semaphore's slots and the upgrade gate have keys of their own.
+advisory_key key_of(const acquire_request& request) {
+  switch (request.kind) {
+    case primitive::semaphore: return semaphore_base(request.name);
+    case primitive::upgrade_gate: return upgrade_gate_key(request.name);
+    case primitive::lock:
+    case primitive::reader_writer_lock: break;
+  }
+  return advisory_key::from_name(request.name);
+}
+
 }  // namespace
 
 pg_acquire::pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_request request,
                        acquire_completion done)
     : backend_(std::move(backend)), request_(std::move(request)), done_(std::move(done)),
-      key_(is_semaphore(request_) ? semaphore_base(request_.name)
-                                  : advisory_key::from_name(request_.name)),
+      key_(key_of(request_)),
       channel_(is_semaphore(request_) ? channel_of(request_.name) : std::string()),
       retry_timer_(backend_->executor()),
       cancel_timer_(backend_->executor()),

@@ -79,6 +79,9 @@ key_set key_scheme::keys_for(const acquire_request& request, const dlock::backen
       return {key_kind::semaphore,
               {base + ":sem", base + ":fence", base + ":sem:max"},
               base + ":sem:released"};
+    case primitive::upgrade_gate:
+      // An exclusive lock of its own, in the name's hash tag (also with plain keys).
+      return {key_kind::lock, {base + ":gate", base + ":fence"}, base + ":gate:released"};
   }
   throw std::invalid_argument("dlock: redis: unknown primitive");
 }

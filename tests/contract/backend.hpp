@@ -25,8 +25,9 @@ class backend_fixture {
   /// A URL for make_provider in helper processes, reaching the same backend.
   virtual std::string url() const = 0;
 
-  /// Takes the held lock `name` away behind its holder's back (removes or replaces the lock
-  /// file, deletes the key or node, kills the session), as an operator or a fault would.
+  /// Takes the held lock, or reader-writer lock (read, write or upgradeable read), `name` away
+  /// behind its holder's back (removes or replaces the lock file, deletes the keys or nodes,
+  /// kills the session), as an operator or a fault would.
   virtual void break_lock(const std::string& name) = 0;
 
   /// Builds a provider for an endpoint that cannot be reached and uses it for one acquire;

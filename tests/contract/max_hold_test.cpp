@@ -62,3 +62,19 @@ TEST_CASE("a negative max_hold is invalid_argument", "[contract][max_hold]") {
                     Catch::Contains("negative max_hold") && Catch::Contains("report"));
   CHECK_THROWS_WITH(provider->set_default_max_hold(-1ms), Catch::Contains("negative"));
 }
+
+TEST_CASE("max_hold covers an upgradeable read and its upgrade, gate included",
+          "[contract][max_hold][upgradeable]") {
+  auto provider = backend().make_provider();
+  auto other = backend().make_provider();
+  const auto name = unique_name("max-hold-upgradeable");
+  auto held =
+      provider->create_reader_writer_lock(name).with_max_hold(300ms).acquire_upgradeable_read();
+  const auto lost = held.lost_token();
+  held.upgrade(10s);
+  CHECK(wait_until([&] { return lost.stop_requested(); }, 30s));
+  CHECK(other->create_reader_writer_lock(name).try_acquire_upgradeable_read(30s));
+  CHECK(held.upgraded());
+  CHECK_THROWS_AS(held.upgrade(), std::logic_error);  // upgraded already (and lost)
+  CHECK_NOTHROW(held.release());
+}

@@ -2,6 +2,9 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
 #include <fstream>
 #include <sstream>
 
@@ -37,6 +40,28 @@ TEST_CASE("processes contending for one lock never overlap and see increasing to
   constexpr int processes = 4;
   constexpr int iterations = 50;
   support::run_contenders(backend().url(), name, processes, iterations, log);
+  CHECK(support::count_exclusive_sections(log) == processes * iterations);
+}
+
+TEST_CASE("processes taking a write lock by upgrading and directly never overlap and see "
+          "increasing tokens",
+          "[contract][multiprocess][upgradeable]") {
+  const auto name = unique_name("upgrading-processes");
+  support::temp_directory logs;
+  const auto log = (logs.path() / "sections.log").string();
+  constexpr int processes = 3;
+  constexpr int iterations = 20;
+  std::vector<std::unique_ptr<child_process>> children;
+  for (int i = 0; i < processes; ++i) {
+    children.push_back(std::make_unique<child_process>(
+        std::vector<std::string>{support::helper_path(), "contend-upgrade", backend().url(), name,
+                                 std::to_string(iterations), log}));
+  }
+  for (auto& child : children) {
+    const auto status = child->wait(2min);
+    REQUIRE(status);
+    CHECK(support::exit_code(*status) == 0);
+  }
   CHECK(support::count_exclusive_sections(log) == processes * iterations);
 }
 

@@ -2,6 +2,9 @@
 //
 //   dlock-test-helper hold URL NAME MODE    MODE: lock | read | write | semaphore:N
 //     acquires, prints "acquired <token>", releases when stdin closes, prints "released".
+//   dlock-test-helper contend-upgrade URL NAME ITERATIONS LOGFILE
+//     the same with the reader-writer lock NAME, taking the write lock in turns by upgrading
+//     an upgradeable read and directly; each section logs the write grant's token.
 //   dlock-test-helper contend-all URL NAME1 NAME2 ITERATIONS LOGFILE
 //     the same with acquire_all over the locks NAME1 and NAME2, listed in that order.
 //   dlock-test-helper contend URL NAME ITERATIONS LOGFILE
@@ -130,6 +133,25 @@ int main(int argc, char** argv) try {
     });
     return 0;
   }
+  if (command == "contend-upgrade" && argc == 6) {
+    auto provider = dlock::make_provider(argv[2]);
+    auto rw = provider->create_reader_writer_lock(argv[3]);
+    int section = 0;
+    log_sections(argv[5], std::stoi(argv[4]), [&] {
+      // One of the two handles holds the write lock; the other stays empty.
+      std::pair<dlock::upgradeable_lock_handle, dlock::lock_handle> held;
+      if (section++ % 2 == 0) {
+        held.first = rw.acquire_upgradeable_read();
+        held.first.upgrade();
+      } else {
+        held.second = rw.acquire_write();
+      }
+      const std::uint64_t token =
+          held.first ? held.first.fencing_token() : held.second.fencing_token();
+      return std::pair(std::move(held), token);
+    });
+    return 0;
+  }
   if (command == "contend-all" && argc == 7) {
     auto provider = dlock::make_provider(argv[2]);
     auto first = provider->create_lock(argv[3]);
@@ -148,6 +170,7 @@ int main(int argc, char** argv) try {
     return nemesis_worker(argv[2], argv[3], argv[4], std::stoi(argv[5]), argv[6], argv[7]);
   }
   std::cerr << "usage: dlock-test-helper hold URL NAME MODE | contend URL NAME N LOG"
+               " | contend-upgrade URL NAME N LOG"
                " | contend-all URL NAME1 NAME2 N LOG"
                " | nemesis-worker URL NAME MODE SECONDS LOG STORE\n";
   return 64;

@@ -4,6 +4,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <regex>
 
 #include <dlock/dlock.hpp>
@@ -61,11 +62,18 @@ TEST_CASE("reader-writer and semaphore nodes follow Curator's layouts", "[zookee
   REQUIRE(children.size() == 1);
   CHECK(std::regex_match(children[0], std::regex("_c_[0-9a-f-]{36}-__READ__[0-9]{10}")));
   reader.release();
+  // A writer takes the upgrade gate first: an InterProcessMutex in the child `upgrade-gate`.
   auto writer = zk->create_reader_writer_lock("catalog").acquire_write(10s);
   children = session.children(base + "/catalog");
-  REQUIRE(children.size() == 1);
+  std::sort(children.begin(), children.end());
+  REQUIRE(children.size() == 2);
   CHECK(std::regex_match(children[0], std::regex("_c_[0-9a-f-]{36}-__WRIT__[0-9]{10}")));
+  CHECK(children[1] == "upgrade-gate");
+  const auto gate = session.children(base + "/catalog/upgrade-gate");
+  REQUIRE(gate.size() == 1);
+  CHECK(std::regex_match(gate[0], std::regex("_c_[0-9a-f-]{36}-lock-[0-9]{10}")));
   writer.release();
+  CHECK(session.children(base + "/catalog/upgrade-gate").empty());
 
   auto slot = zk->create_semaphore("encoders", 2).acquire(10s);
   children = session.children(base + "/encoders/leases");

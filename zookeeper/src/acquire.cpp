@@ -45,6 +45,8 @@ zookeeper_acquire::zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend,
     stages_.push_back({node + "/leases", lease_marker});
   } else if (request_.kind == primitive::reader_writer_lock) {
     stages_.push_back({node, request_.mode == lock_mode::shared ? read_marker : write_marker});
+  } else if (request_.kind == primitive::upgrade_gate) {
+    stages_.push_back({node + "/" + std::string(upgrade_gate_node), lock_marker});
   } else {
     stages_.push_back({node, lock_marker});
   }

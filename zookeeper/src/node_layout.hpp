@@ -20,6 +20,11 @@ inline constexpr std::string_view read_marker = "__READ__";
 inline constexpr std::string_view write_marker = "__WRIT__";
 inline constexpr std::string_view lease_marker = "lease-";
 
+/// The child of a name's node under which its reader-writer lock's upgrade gate queues, as
+/// an InterProcessMutex of its own (`lock-` nodes). Curator's recipes on the name's node skip
+/// it, as they skip a semaphore's `locks` and `leases`: it sorts after every sequence.
+inline constexpr std::string_view upgrade_gate_node = "upgrade-gate";
+
 /// A fresh `_c_<random uuid>-`: the protection prefix of one create attempt.
 std::string new_protection_prefix();
 

@@ -13,3 +13,4 @@
 #include <dlock/core/metrics_sink.hpp>
 #include <dlock/core/prometheus_metrics.hpp>
 #include <dlock/core/provider.hpp>
+#include <dlock/core/upgradeable_lock_handle.hpp>

@@ -72,18 +72,22 @@ class file_fixture final : public backend_fixture {
     std::filesystem::rename(replacement, path);
   }
 
-  // The flock(2) and counter locks on the name's lock file, writers file, semaphore file and
-  // slot files (docs/file.md); the files themselves stay unless remove_files is set.
+  // The flock(2) and counter locks on the name's lock file, writers file, upgrade gate,
+  // semaphore file and slot files (docs/file.md); the files themselves stay unless remove_files
+  // is set.
   std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
     dlock::file::provider files({.directory = directory_.path()});
     const std::string lock_file = files.lock_file_path(name).filename().string();
-    const std::string base = lock_file.substr(0, lock_file.size() - std::string_view(".lock").size());
-    const std::string writers_file = base + ".writers";
-    const std::string semaphore_files = base + ".semaphore";
+    const std::string escaped =
+        lock_file.substr(0, lock_file.size() - std::string_view(".lock").size());
+    const std::string writers_file = escaped + ".writers";
+    const std::string gate_file = escaped + ".upgrade-gate";
+    const std::string semaphore_files = escaped + ".semaphore";
     std::vector<std::string> footprint;
     for (const auto& entry : std::filesystem::directory_iterator(directory_.path())) {
       const std::string file = entry.path().filename().string();
-      if (file != lock_file && file != writers_file && !is_semaphore_file(file, semaphore_files)) {
+      if (file != lock_file && file != writers_file && file != gate_file &&
+          !is_semaphore_file(file, semaphore_files)) {
         continue;
       }
       for (const std::string& lock : locks_on(entry.path())) footprint.push_back(file + " " + lock);

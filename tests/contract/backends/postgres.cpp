@@ -73,14 +73,17 @@ class postgres_fixture final : public backend_fixture {
   }
 
   // pg_locks rows, granted or waiting, of the name's key (lock and reader-writer lock), of its
-  // semaphore's slot keys and of the marker key that holders of a slot share (docs/postgres.md:
-  // slots from the key of "dlock-semaphore:<name>", marker (its high half, n * 256 + 1)).
+  // upgrade gate's key, of its semaphore's slot keys and of the marker key that holders of a
+  // slot share (docs/postgres.md: the gate is the key of "dlock-upgrade-gate:<name>", slots
+  // from the key of "dlock-semaphore:<name>", marker (its high half, n * 256 + 1)).
   std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
     using dlock::postgres::advisory_key;
     const auto slots = static_cast<std::uint64_t>(
         advisory_key::from_name("dlock-semaphore:" + name).key());
     const std::string condition =
-        rows_of(advisory_key::from_name(name)) + " OR " + rows_of_range(slots, 1000) +
+        rows_of(advisory_key::from_name(name)) + " OR " +
+        rows_of(advisory_key::from_name("dlock-upgrade-gate:" + name)) + " OR " +
+        rows_of_range(slots, 1000) +
         " OR (objsubid = 2 AND classid::bigint = " + std::to_string(slots >> 32) +
         " AND objid::bigint % 256 = 1)";
     pqxx::connection connection(url_);

@@ -34,27 +34,29 @@ class zookeeper_fixture final : public backend_fixture {
 
   std::string url() const override { return endpoint_ + base_path_ + "?session_timeout=4s"; }
 
+  // Removes the holders' nodes: a lock's or reader-writer lock's, a semaphore's leases and a
+  // reader-writer lock's upgrade gate.
   void break_lock(const std::string& name) override {
     const std::string node = node_of(name);
     support::zookeeper_session session(hosts_);
-    for (const std::string& parent : {node, node + "/leases"}) {
+    for (const std::string& parent : {node, node + "/leases", node + "/upgrade-gate"}) {
       for (const std::string& child : session.children(parent)) {
-        if (child != "leases" && child != "locks") session.remove(parent + "/" + child);
+        if (!is_container(child)) session.remove(parent + "/" + child);
       }
     }
   }
 
   // The contenders' nodes below the name's node: a lock's or reader-writer lock's children, a
-  // semaphore's leases and the nodes of its internal lock; the (container) parents are left
-  // out, as the server reaps them when it likes.
+  // semaphore's leases and the nodes of its internal lock, the upgrade gate's; the (container)
+  // parents are left out, as the server reaps them when it likes.
   std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
     const std::string node = node_of(name);
     if (!session_) session_ = std::make_unique<support::zookeeper_session>(hosts_);
     session_->sync();  // an ensemble member may not have applied the holders' writes yet
     std::vector<std::string> footprint;
-    for (const std::string below : {"", "/leases", "/locks"}) {
+    for (const std::string below : {"", "/leases", "/locks", "/upgrade-gate"}) {
       for (const std::string& child : session_->children(node + below)) {
-        if (below.empty() && (child == "leases" || child == "locks")) continue;
+        if (below.empty() && is_container(child)) continue;
         footprint.push_back(below + "/" + child);
       }
     }
@@ -80,6 +82,11 @@ class zookeeper_fixture final : public backend_fixture {
   // Made on first use: server_footprint's session, and a provider that maps names to nodes.
   std::unique_ptr<support::zookeeper_session> session_;
   std::unique_ptr<dlock::zookeeper::provider> names_;
+
+  // The containers below a name's node (docs/zookeeper.md), which hold contenders' nodes.
+  static bool is_container(const std::string& child) {
+    return child == "leases" || child == "locks" || child == "upgrade-gate";
+  }
 
   std::string node_of(const std::string& name) {
     if (!names_) {

@@ -8,6 +8,7 @@
 
 #include <dlock/core/detail/acquire.hpp>
 #include <dlock/core/lock_handle.hpp>
+#include <dlock/core/upgradeable_lock_handle.hpp>
 
 namespace dlock {
 
@@ -15,18 +16,25 @@ class provider;
 
 /// A reader-writer lock on a name.
 ///
-///   held now          | a reader may enter | a writer may enter
-///   ------------------+--------------------+-------------------
-///   nothing           | yes                | yes
-///   readers only      | yes, unless a writer is waiting (where the backend can tell) | no
-///   a writer          | no                 | no
+///   held now             | a reader may enter | an upgradeable read may | a writer may enter
+///   ---------------------+--------------------+-------------------------+-------------------
+///   nothing              | yes                | yes                     | yes
+///   readers only         | yes, unless a writer is waiting (where the backend can tell) | yes | no
+///   an upgradeable read  | yes                | no                      | no
+///   a writer             | no                 | no                      | no
 ///
-/// Writers do not starve on backends that queue (ZooKeeper, Redis, Postgres): a waiting
-/// writer blocks new readers. The file backend inherits flock(2)'s policy, which does not
-/// promise this; docs/file.md says what it does.
+/// Writers do not starve on backends that queue (ZooKeeper, Redis, Postgres, memory): a
+/// waiting writer blocks new readers. The file backend inherits flock(2)'s policy, which does
+/// not promise this; docs/file.md says what it does.
 ///
-/// Not reentrant, and no upgrade: a holder of a read lock that asks for the write lock waits
-/// for itself. Timeouts, stop requests, async and thread safety as for distributed_lock.
+/// An upgradeable read (acquire_upgradeable_read) is a read that can later become the write
+/// lock (upgradeable_lock_handle::upgrade) with no writer in between; one is held at a time.
+/// Writers and upgradeable reads first take the name's upgrade gate, an exclusive lock of
+/// its own (docs/semantics.md, "Upgradeable reads"); plain readers do not.
+///
+/// Not reentrant: a holder of a plain read lock that asks for the write lock waits for
+/// itself (take an upgradeable read instead). Timeouts, stop requests, async and thread
+/// safety as for distributed_lock.
 ///
 ///     auto rw = provider->create_reader_writer_lock("catalog");
 ///     dlock::lock_handle r = rw.acquire_read();
@@ -84,6 +92,42 @@ class distributed_reader_writer_lock {
                            CompletionToken&& token) const {
     return detail::async_acquire(target_, lock_mode::exclusive, timeout, std::move(stop),
                                  std::forward<CompletionToken>(token));
+  }
+
+  /// As distributed_lock::try_acquire, for an upgradeable read: it shares the lock with
+  /// plain readers but excludes writers and other upgradeable reads.
+  [[nodiscard]] std::optional<upgradeable_lock_handle> try_acquire_upgradeable_read(
+      std::chrono::nanoseconds timeout = {}, std::stop_token stop = {}) const {
+    return detail::acquire_upgradeable_blocking(target_, timeout, std::move(stop), false);
+  }
+  /// As distributed_lock::acquire, for an upgradeable read.
+  [[nodiscard]] upgradeable_lock_handle acquire_upgradeable_read(
+      std::chrono::nanoseconds timeout = forever, std::stop_token stop = {}) const {
+    return std::move(
+        *detail::acquire_upgradeable_blocking(target_, timeout, std::move(stop), true));
+  }
+  /// As distributed_lock::async_try_acquire, for an upgradeable read.
+  /// Completion signature: void(std::exception_ptr, std::optional<upgradeable_lock_handle>).
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(std::exception_ptr,
+                                                 std::optional<upgradeable_lock_handle>))
+                CompletionToken>
+  auto async_try_acquire_upgradeable_read(std::chrono::nanoseconds timeout, std::stop_token stop,
+                                          CompletionToken&& token) const {
+    detail::check_timeout(target_, timeout);
+    return boost::asio::async_initiate<
+        CompletionToken, void(std::exception_ptr, std::optional<upgradeable_lock_handle>)>(
+        detail::initiate_acquire_upgradeable<false>{target_}, token, timeout, std::move(stop));
+  }
+  /// As distributed_lock::async_acquire, for an upgradeable read.
+  /// Completion signature: void(std::exception_ptr, upgradeable_lock_handle).
+  template <BOOST_ASIO_COMPLETION_TOKEN_FOR(void(std::exception_ptr, upgradeable_lock_handle))
+                CompletionToken>
+  auto async_acquire_upgradeable_read(std::chrono::nanoseconds timeout, std::stop_token stop,
+                                      CompletionToken&& token) const {
+    detail::check_timeout(target_, timeout);
+    return boost::asio::async_initiate<CompletionToken,
+                                       void(std::exception_ptr, upgradeable_lock_handle)>(
+        detail::initiate_acquire_upgradeable<true>{target_}, token, timeout, std::move(stop));
   }
 
   /// A copy of this lock whose grants last at most `limit` (zero: no limit; the provider's

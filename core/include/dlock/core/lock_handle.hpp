@@ -79,6 +79,12 @@ class [[nodiscard]] lock_handle {
   /// Requires: non-empty handle.
   void on_lost(std::function<void()> callback);
 
+  /// Throws dlock::lock_lost_error when lost() is true (and on an empty handle); returns
+  /// otherwise. Call it just before a write that must happen only under the lock; a write
+  /// that can carry fencing_token() to the resource is safer still, since the lock may be
+  /// lost right after this check.
+  void throw_if_lost() const;
+
   /// The grant's fencing token. Requires: non-empty handle (returns 0 on an empty one).
   std::uint64_t fencing_token() const noexcept;
 

@@ -4,6 +4,7 @@
 // and users never see it. Start with backend.hpp for the rest of the backend interface.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <stop_token>
 
@@ -34,7 +35,9 @@ class lease {
   virtual void release() = 0;
 
   /// The grant's fencing token: strictly greater than every earlier grant's of the same name.
-  std::uint64_t fencing_token() const noexcept { return fencing_token_; }
+  std::uint64_t fencing_token() const noexcept {
+    return fencing_token_.load(std::memory_order_acquire);
+  }
 
   /// Marks the lease lost. Thread-safe and idempotent.
   void mark_lost() noexcept { lost_source_.request_stop(); }
@@ -47,9 +50,14 @@ class lease {
 
  protected:
   explicit lease(std::uint64_t fencing_token) noexcept : fencing_token_(fencing_token) {}
+  /// Replaces the token, for a lease that is granted anew while it lives (core's upgradeable
+  /// reads); it must be greater than the one it replaces.
+  void set_fencing_token(std::uint64_t token) noexcept {
+    fencing_token_.store(token, std::memory_order_release);
+  }
 
  private:
-  std::uint64_t fencing_token_;
+  std::atomic<std::uint64_t> fencing_token_;
   std::stop_source lost_source_;
 };
 

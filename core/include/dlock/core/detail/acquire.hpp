@@ -39,6 +39,10 @@ struct lock_target {
   std::uint32_t max_count = 1;
   /// Zero: no limit. Otherwise a grant is marked lost and released after this long.
   std::chrono::nanoseconds max_hold{0};
+  /// One step of a gated acquire (core/src/gated_acquire.cpp): the gate, or the
+  /// reader-writer lock behind it. A step is taken as asked (a write is not gated again) and
+  /// not counted in the provider's metrics: the gated acquire counts once.
+  bool step = false;
 };
 
 /// A copy of `target` whose grants end after `max_hold`. Throws std::invalid_argument for a
@@ -65,26 +69,38 @@ std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode
                                             std::stop_token stop, bool fail_with_error);
 
 /// Wraps `handler` into the completion an async operation starts with: it keeps the
-/// handler's associated executor (by default `fallback`) busy until it runs, and runs the
-/// handler there, never inside the initiating call. Throwing turns an empty optional result
-/// into a default-constructed value (the error then says why).
-template <bool Throwing, typename Result, typename Handler>
-auto completion_posting_to(Handler&& handler, const boost::asio::any_io_executor& fallback) {
+/// handler's associated executor (by default `fallback`) busy until it runs, and there calls
+/// `deliver(handler, results...)` with the results it is given, never inside the initiating
+/// call.
+template <typename Handler, typename Deliver>
+auto posted_completion(Handler&& handler, const boost::asio::any_io_executor& fallback,
+                       Deliver deliver) {
   auto work =
       boost::asio::make_work_guard(boost::asio::get_associated_executor(handler, fallback));
-  return [handler = std::forward<Handler>(handler), work = std::move(work)](
-             std::exception_ptr error, std::optional<Result> result) mutable {
+  return [handler = std::forward<Handler>(handler), work = std::move(work),
+          deliver](auto... results) mutable {
     auto executor = work.get_executor();
-    boost::asio::post(executor, [handler = std::move(handler), error = std::move(error),
-                                 result = std::move(result)]() mutable {
-      if constexpr (Throwing) {
-        std::move(handler)(std::move(error), result ? std::move(*result) : Result{});
-      } else {
-        std::move(handler)(std::move(error), std::move(result));
-      }
+    boost::asio::post(executor, [handler = std::move(handler), deliver,
+                                 ... results = std::move(results)]() mutable {
+      deliver(std::move(handler), std::move(results)...);
     });
     work.reset();
   };
+}
+
+/// The completion of an acquire: Throwing turns an empty optional result into a
+/// default-constructed value (the error then says why).
+template <bool Throwing, typename Result, typename Handler>
+auto completion_posting_to(Handler&& handler, const boost::asio::any_io_executor& fallback) {
+  return posted_completion(
+      std::forward<Handler>(handler), fallback,
+      [](auto&& handler, std::exception_ptr error, std::optional<Result> result) {
+        if constexpr (Throwing) {
+          std::move(handler)(std::move(error), result ? std::move(*result) : Result{});
+        } else {
+          std::move(handler)(std::move(error), std::move(result));
+        }
+      });
 }
 
 /// The initiation passed to boost::asio::async_initiate; Throwing selects acquire (the
