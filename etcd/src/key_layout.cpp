@@ -24,6 +24,8 @@ std::string_view kind_segment(primitive kind) {
       return ".rw/";
     case primitive::semaphore:
       return ".semaphore/";
+    case primitive::upgrade_gate:
+      return ".upgrade-gate/";
   }
   return "";
 }
@@ -63,6 +65,8 @@ std::string contender_value(const acquire_request& request) {
       return std::string(request.mode == lock_mode::shared ? read_value : write_value);
     case primitive::semaphore:
       return std::to_string(request.max_count);
+    case primitive::upgrade_gate:
+      return "";
   }
   return "";
 }

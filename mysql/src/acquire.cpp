@@ -17,6 +17,7 @@ std::string resource_of(const acquire_request& r) {
     case primitive::lock: return "L" + r.name;
     case primitive::reader_writer_lock: return "W" + r.name;
     case primitive::semaphore: return "S" + r.name;
+    case primitive::upgrade_gate: return "U" + r.name;
   }
   return {};
 }

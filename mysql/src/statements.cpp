@@ -22,6 +22,9 @@ std::string seconds(std::chrono::nanoseconds duration) {
 std::string lock_name(const acquire_request& r) {
   return quoted(server_name(name_space::lock, r.name));
 }
+std::string upgrade_gate(const acquire_request& r) {
+  return quoted(server_name(name_space::upgrade_gate, r.name));
+}
 std::string gate(const acquire_request& r) {
   return quoted(server_name(name_space::writer_gate, r.name));
 }
@@ -138,8 +141,10 @@ std::string attempt_sql(const acquire_request& r, const std::string& token,
   const std::string taken = finish("@dlock_slot", "@dlock_slot IS NOT NULL", token);
   switch (r.kind) {
     case primitive::lock:
-      return "SELECT @dlock_slot := IF(GET_LOCK(" + lock_name(r) + ", " + seconds(wait) +
-             ") = 1, 0, NULL)" + taken;
+    case primitive::upgrade_gate:
+      return "SELECT @dlock_slot := IF(GET_LOCK(" +
+             (r.kind == primitive::lock ? lock_name(r) : upgrade_gate(r)) + ", " +
+             seconds(wait) + ") = 1, 0, NULL)" + taken;
     case primitive::reader_writer_lock:
       return writes(r) ? writer_attempt(r, token, wait) : reader_attempt(r, token, wait);
     case primitive::semaphore: {
@@ -170,6 +175,7 @@ std::string release_sql(const acquire_request& r, std::optional<std::uint32_t> s
 std::string checked_name(const acquire_request& r, std::uint32_t slot) {
   switch (r.kind) {
     case primitive::lock: return server_name(name_space::lock, r.name);
+    case primitive::upgrade_gate: return server_name(name_space::upgrade_gate, r.name);
     case primitive::reader_writer_lock:
       return writes(r) ? server_name(name_space::writer_gate, r.name)
                        : server_name(name_space::reader_slot, r.name, slot);
@@ -182,6 +188,9 @@ std::vector<std::string> names_of(const acquire_request& r) {
   std::vector<std::string> names;
   switch (r.kind) {
     case primitive::lock: names.push_back(server_name(name_space::lock, r.name)); break;
+    case primitive::upgrade_gate:
+      names.push_back(server_name(name_space::upgrade_gate, r.name));
+      break;
     case primitive::reader_writer_lock:
       names.push_back(server_name(name_space::writer_gate, r.name));
       for (std::uint32_t i = 0; i < reader_slots; ++i) {

@@ -42,7 +42,7 @@ class etcd_fixture final : public backend_fixture {
     }
   }
 
-  // Every key queued under the name's three queues (lock, reader-writer lock, semaphore).
+  // Every key queued under the name's queues (lock, reader-writer lock, semaphore, upgrade gate).
   std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
     std::vector<std::string> footprint;
     for (const std::string& queue : queues_of(name)) {
@@ -78,7 +78,8 @@ class etcd_fixture final : public backend_fixture {
           dlock::etcd::options{.endpoints = endpoints_, .prefix = prefix_});
     }
     const std::string escaped = names_->lock_key_prefix(name).substr(prefix_.size());
-    return {prefix_ + escaped, prefix_ + ".rw/" + escaped, prefix_ + ".semaphore/" + escaped};
+    return {prefix_ + escaped, prefix_ + ".rw/" + escaped, prefix_ + ".semaphore/" + escaped,
+            prefix_ + ".upgrade-gate/" + escaped};
   }
 };
 

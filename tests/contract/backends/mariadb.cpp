@@ -17,11 +17,12 @@ namespace {
 using dlock::mysql::detail::name_space;
 using dlock::mysql::detail::server_name;
 
-// Every named lock a name may use: the lock, the reader-writer lock's gate and reader slots,
-// and the first slots of a semaphore (the suite uses max_count 4 at most).
+// Every named lock a name may use: the lock, the reader-writer lock's writer gate, upgrade gate
+// and reader slots, and the first slots of a semaphore (the suite uses max_count 4 at most).
 std::vector<std::string> server_names_of(const std::string& name) {
   std::vector<std::string> names{server_name(name_space::lock, name),
-                                 server_name(name_space::writer_gate, name)};
+                                 server_name(name_space::writer_gate, name),
+                                 server_name(name_space::upgrade_gate, name)};
   for (std::uint32_t i = 0; i < dlock::mysql::detail::reader_slots; ++i) {
     names.push_back(server_name(name_space::reader_slot, name, i));
   }
