@@ -36,4 +36,9 @@ std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations);
 /// process has no threads (no live provider).
 std::vector<double> handoff(const std::string& url, int rounds, std::chrono::microseconds settle);
 
+/// `contenders` processes acquire and release the lock "contended" at `url` for `seconds`;
+/// grants per second, all processes together. Forks: call it while this process has no threads.
+/// Throws std::runtime_error when a contender fails.
+double grants_per_second(const std::string& url, int contenders, double seconds);
+
 }  // namespace dlock_bench
