@@ -179,4 +179,30 @@ double grants_per_second(const std::string& url, int contenders, double seconds)
   return rate;
 }
 
+std::optional<run_options> parse_run_options(int argc, char** argv, const std::string& program,
+                                             const std::string& url_form) {
+  if (argc < 2) {
+    std::cerr << "usage: " << program << " " << url_form
+              << " [--iterations N] [--handoffs N] [--contenders P] [--seconds S]\n";
+    return std::nullopt;
+  }
+  run_options options{.url = argv[1]};
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 < argc && arg == "--iterations") {
+      options.iterations = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && arg == "--handoffs") {
+      options.handoffs = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && arg == "--contenders") {
+      options.contenders = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && arg == "--seconds") {
+      options.seconds = std::stod(argv[++i]);
+    } else {
+      std::cerr << program << ": unknown argument " << arg << "\n";
+      return std::nullopt;
+    }
+  }
+  return options;
+}
+
 }  // namespace dlock_bench

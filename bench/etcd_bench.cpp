@@ -98,31 +98,9 @@ std::vector<double> raw_floor(const std::string& endpoint, const std::string& qu
 }  // namespace
 
 int main(int argc, char** argv) try {
-  if (argc < 2) {
-    std::cerr << "usage: dlock-etcd-bench etcd://host:port[,...] [--iterations N] "
-                 "[--handoffs N] [--contenders P] [--seconds S]\n";
-    return 64;
-  }
-  const std::string server = argv[1];
-  int iterations = 2000;
-  int handoffs = 500;
-  int contenders = 8;
-  double seconds = 5;
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (i + 1 < argc && arg == "--iterations") {
-      iterations = std::stoi(argv[++i]);
-    } else if (i + 1 < argc && arg == "--handoffs") {
-      handoffs = std::stoi(argv[++i]);
-    } else if (i + 1 < argc && arg == "--contenders") {
-      contenders = std::stoi(argv[++i]);
-    } else if (i + 1 < argc && arg == "--seconds") {
-      seconds = std::stod(argv[++i]);
-    } else {
-      std::cerr << "dlock-etcd-bench: unknown argument " << arg << "\n";
-      return 64;
-    }
-  }
+  const auto options = parse_run_options(argc, argv, "dlock-etcd-bench", "etcd://host:port[,...]");
+  if (!options) return 64;
+  const auto& [server, iterations, handoffs, contenders, seconds] = *options;
   const std::string prefix = "dlock-bench-" + std::to_string(::getpid());
   const std::string base = server.substr(0, server.find('/', std::string("etcd://").size()));
   const std::string url = base + "/" + prefix;
