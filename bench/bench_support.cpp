@@ -65,6 +65,13 @@ void take_turns(handoff_board& board, int me, const std::string& url, int rounds
   board.finished[me] = 1;
 }
 
+// Shared by the contending processes.
+struct contention_board {
+  std::atomic<int> ready{0};
+  std::atomic<std::int64_t> stop_at_ns{0};
+  std::atomic<std::int64_t> grants{0};
+};
+
 }  // namespace
 
 std::int64_t now_ns() {
@@ -163,6 +170,79 @@ std::vector<double> handoff(const std::string& url, int rounds, std::chrono::mic
   std::vector<double> samples(board->samples_us, board->samples_us + n);
   ::munmap(memory, sizeof(handoff_board));
   return samples;
+}
+
+double grants_per_second(const std::string& url, int contenders, double seconds) {
+  void* memory = ::mmap(nullptr, sizeof(contention_board), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (memory == MAP_FAILED) throw std::runtime_error("mmap failed");
+  auto* board = new (memory) contention_board;
+  std::vector<pid_t> children;
+  for (int i = 0; i < contenders; ++i) {
+    const pid_t child = ::fork();  // this process has no threads here: no live provider
+    if (child == 0) {
+      try {
+        auto provider = dlock::make_provider(url);
+        auto lock = provider->create_lock("contended");
+        board->ready.fetch_add(1);
+        while (board->stop_at_ns.load() == 0) std::this_thread::yield();
+        std::int64_t mine = 0;
+        while (now_ns() < board->stop_at_ns.load()) {
+          dlock::lock_handle held = lock.acquire();
+          ++mine;
+        }
+        board->grants.fetch_add(mine);
+        ::_exit(0);
+      } catch (const std::exception& e) {
+        std::cerr << "contender: " << e.what() << "\n";
+        board->ready.fetch_add(1);  // counted, so that the others do not wait for it
+        board->stop_at_ns = 1;
+        ::_exit(1);
+      }
+    }
+    children.push_back(child);
+  }
+  while (board->ready.load() < contenders) std::this_thread::yield();
+  // A contender that failed set stop_at_ns already: the others stop at once.
+  std::int64_t unset = 0;
+  board->stop_at_ns.compare_exchange_strong(unset,
+                                            now_ns() + static_cast<std::int64_t>(seconds * 1e9));
+  bool failed = false;
+  for (pid_t child : children) {
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    failed = failed || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+  }
+  const double rate = static_cast<double>(board->grants.load()) / seconds;
+  ::munmap(memory, sizeof(contention_board));
+  if (failed) throw std::runtime_error("a contender failed");
+  return rate;
+}
+
+std::optional<run_options> parse_run_options(int argc, char** argv, const std::string& program,
+                                             const std::string& url_form) {
+  if (argc < 2) {
+    std::cerr << "usage: " << program << " " << url_form
+              << " [--iterations N] [--handoffs N] [--contenders P] [--seconds S]\n";
+    return std::nullopt;
+  }
+  run_options options{.url = argv[1]};
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (i + 1 < argc && arg == "--iterations") {
+      options.iterations = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && arg == "--handoffs") {
+      options.handoffs = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && arg == "--contenders") {
+      options.contenders = std::stoi(argv[++i]);
+    } else if (i + 1 < argc && arg == "--seconds") {
+      options.seconds = std::stod(argv[++i]);
+    } else {
+      std::cerr << program << ": unknown argument " << arg << "\n";
+      return std::nullopt;
+    }
+  }
+  return options;
 }
 
 }  // namespace dlock_bench

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,5 +42,25 @@ void print_reader_writer_rows(const std::string& url, int iterations);
 /// holder starting release() to the waiter's acquire() returning. Forks: call it while this
 /// process has no threads (no live provider).
 std::vector<double> handoff(const std::string& url, int rounds, std::chrono::microseconds settle);
+
+/// `contenders` processes acquire and release the lock "contended" at `url` for `seconds`;
+/// grants per second, all processes together. Forks: call it while this process has no threads.
+/// Throws std::runtime_error when a contender fails.
+double grants_per_second(const std::string& url, int contenders, double seconds);
+
+/// The command line the backend benchmarks share:
+/// `<program> URL [--iterations N] [--handoffs N] [--contenders P] [--seconds S]`.
+struct run_options {
+  std::string url;
+  int iterations = 2000;
+  int handoffs = 500;
+  int contenders = 8;
+  double seconds = 5;
+};
+
+/// Parses the command line; on a usage error prints one (naming `url_form`) and returns
+/// std::nullopt, and the program exits 64.
+std::optional<run_options> parse_run_options(int argc, char** argv, const std::string& program,
+                                             const std::string& url_form);
 
 }  // namespace dlock_bench

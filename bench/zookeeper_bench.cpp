@@ -12,17 +12,13 @@
 // Then, when the build found a JDK and Curator's jars, bench/curator/CuratorBench.java does
 // the same with Apache Curator's InterProcessMutex against the same server.
 // docs/benchmarks.md records the figures and the command that produced them.
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -81,83 +77,12 @@ std::vector<double> raw_floor(const std::string& hosts, const std::string& paren
   return samples;
 }
 
-// Shared by the contending processes.
-struct contention_board {
-  std::atomic<int> ready{0};
-  std::atomic<std::int64_t> stop_at_ns{0};
-  std::atomic<std::int64_t> grants{0};
-};
-
-double grants_per_second(const std::string& url, int contenders, double seconds) {
-  void* memory = ::mmap(nullptr, sizeof(contention_board), PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) throw std::runtime_error("mmap failed");
-  auto* board = new (memory) contention_board;
-  std::vector<pid_t> children;
-  for (int i = 0; i < contenders; ++i) {
-    const pid_t child = ::fork();  // this process has no threads here: no live provider
-    if (child == 0) {
-      try {
-        auto provider = dlock::make_provider(url);
-        auto lock = provider->create_lock("contended");
-        board->ready.fetch_add(1);
-        while (board->stop_at_ns.load() == 0) std::this_thread::yield();
-        std::int64_t mine = 0;
-        while (now_ns() < board->stop_at_ns.load()) {
-          dlock::lock_handle held = lock.acquire();
-          ++mine;
-        }
-        board->grants.fetch_add(mine);
-        ::_exit(0);
-      } catch (const std::exception& e) {
-        std::cerr << "contender: " << e.what() << "\n";
-        ::_exit(1);
-      }
-    }
-    children.push_back(child);
-  }
-  while (board->ready.load() < contenders) std::this_thread::yield();
-  board->stop_at_ns = now_ns() + static_cast<std::int64_t>(seconds * 1e9);
-  bool failed = false;
-  for (pid_t child : children) {
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    failed = failed || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-  }
-  const double rate = static_cast<double>(board->grants.load()) / seconds;
-  ::munmap(memory, sizeof(contention_board));
-  if (failed) throw std::runtime_error("a contender failed");
-  return rate;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
-  if (argc < 2) {
-    std::cerr << "usage: dlock-zookeeper-bench zookeeper://host:port[,...] [--iterations N] "
-                 "[--handoffs N] [--contenders P] [--seconds S]\n";
-    return 64;
-  }
-  const std::string server = argv[1];
-  int iterations = 2000;
-  int handoffs = 500;
-  int contenders = 8;
-  double seconds = 5;
-  for (int i = 2; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (i + 1 < argc && arg == "--iterations") {
-      iterations = std::stoi(argv[++i]);
-    } else if (i + 1 < argc && arg == "--handoffs") {
-      handoffs = std::stoi(argv[++i]);
-    } else if (i + 1 < argc && arg == "--contenders") {
-      contenders = std::stoi(argv[++i]);
-    } else if (i + 1 < argc && arg == "--seconds") {
-      seconds = std::stod(argv[++i]);
-    } else {
-      std::cerr << "dlock-zookeeper-bench: unknown argument " << arg << "\n";
-      return 64;
-    }
-  }
+  const auto options = parse_run_options(argc, argv, "dlock-zookeeper-bench", "zookeeper://host:port[,...]");
+  if (!options) return 64;
+  const auto& [server, iterations, handoffs, contenders, seconds] = *options;
   const std::string base = "/dlock-bench-" + std::to_string(::getpid());
   const std::string url = "zookeeper://" + hosts_of(server) + base;
   std::printf("dlock-zookeeper-bench: %s\n", url.c_str());

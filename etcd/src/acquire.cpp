@@ -171,18 +171,58 @@ void etcd_acquire::judge(std::int64_t revision,
   }
   if (!request_.wait) return withdraw();
   note_waiting();
-  if (next.next == verdict::action::wait_for_key) return wait_for(next.key, {}, revision + 1);
-  wait_for(queue_, prefix_end(queue_), revision + 1);
+  if (next.next == verdict::action::wait_for_key) {
+    return wait_for_key(next.key, next.key_revision, revision, next.only_blocker);
+  }
+  // Any delete in the queue may admit a semaphore contender: watch it all from the listing on.
+  watch_ = backend_->watches().watch(queue_, prefix_end(queue_), revision + 1,
+                                     [self = shared_from_this()](watch_event) {
+                                       self->on_blocker_event(watch_event::recheck, false);
+                                     });
 }
 
-void etcd_acquire::wait_for(std::string key, std::string range_end, std::int64_t from_revision) {
-  watch_ = backend_->watches().watch(std::move(key), std::move(range_end), from_revision,
-                                     [self = shared_from_this()](watch_event) {
-                                       self->watch_ = 0;
-                                       if (self->phase_ == phase::finished) return;
-                                       if (self->withdrawing()) return self->withdraw();
-                                       self->list();
-                                     });
+// The blocker's key is watched from "now", not from the listing's revision: a watch from a past
+// revision is caught up by etcd only every 100 ms, which would slow every handoff under
+// contention. What happened between the listing and the watch is then checked with one read.
+void etcd_acquire::wait_for_key(const std::string& key, std::int64_t key_revision,
+                                std::int64_t listed_at, bool only_blocker) {
+  auto self = shared_from_this();
+  const std::uint64_t wait = ++waits_;
+  watch_ = backend_->watches().watch(
+      key, {}, 0,
+      [self, only_blocker](watch_event event) { self->on_blocker_event(event, only_blocker); },
+      [self, key, key_revision, listed_at, only_blocker, wait](std::int64_t watched_from) {
+        if (watched_from == listed_at || self->phase_ != phase::queueing) return;
+        pb::RangeRequest read;
+        read.set_key(key);
+        self->backend_->client().range(
+            std::move(read), self->step<pb::RangeResponse>(
+                                 [key_revision, only_blocker, wait](
+                                     etcd_acquire& me, grpc::Status status,
+                                     pb::RangeResponse response) {
+                                   // Still there, the very key: the watch sees its delete.
+                                   if (!status.ok()) return;
+                                   if (response.kvs_size() > 0 &&
+                                       response.kvs(0).create_revision() == key_revision) {
+                                     return;
+                                   }
+                                   // This wait ended meanwhile (its watch fired): nothing to do.
+                                   if (me.waits_ != wait || me.watch_ == 0) return;
+                                   // Deleted before the watch began: as if the watch saw it.
+                                   me.backend_->watches().cancel(me.watch_);
+                                   me.on_blocker_event(watch_event::deleted, only_blocker);
+                                 }));
+      });
+}
+
+void etcd_acquire::on_blocker_event(watch_event event, bool only_blocker) {
+  watch_ = 0;
+  if (phase_ == phase::finished) return;
+  if (withdrawing()) return withdraw();
+  // Our own key, if deleted meanwhile, is found by the grant's watch from its create revision
+  // on, so the handle is marked lost at once.
+  if (event == watch_event::deleted && only_blocker) return grant();
+  list();
 }
 
 void etcd_acquire::note_waiting() {

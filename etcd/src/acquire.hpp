@@ -73,7 +73,9 @@ class etcd_acquire final : public acquire_operation,
   void list();
   void judge(std::int64_t revision,
              const google::protobuf::RepeatedPtrField<mvccpb::KeyValue>& kvs);
-  void wait_for(std::string key, std::string range_end, std::int64_t from_revision);
+  void wait_for_key(const std::string& key, std::int64_t key_revision, std::int64_t listed_at,
+                    bool only_blocker);
+  void on_blocker_event(watch_event event, bool only_blocker);
   void note_waiting();
 
   void on_call_failed(const grpc::Status& status, std::string_view call);
@@ -104,6 +106,7 @@ class etcd_acquire final : public acquire_operation,
   bool renewed_lease_ = false;  // one "lease not found" was answered by a new lease
   std::int64_t own_revision_ = 0;
   std::uint64_t watch_ = 0;
+  std::uint64_t waits_ = 0;  // waits for a blocker's key begun, to tell a stale check's answer
   std::uint64_t listener_ = 0;
   int calls_out_ = 0;
   bool told_waiting_ = false;

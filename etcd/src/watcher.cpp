@@ -8,10 +8,12 @@
 namespace dlock::etcd::detail {
 
 std::uint64_t watcher::watch(std::string key, std::string range_end,
-                             std::int64_t start_revision, handler on_event) {
+                             std::int64_t start_revision, handler on_event,
+                             created_handler on_created) {
   const std::uint64_t id = next_id_++;
   auto [it, inserted] = watches_.emplace(
-      id, entry{std::move(key), std::move(range_end), start_revision, std::move(on_event)});
+      id, entry{std::move(key), std::move(range_end), start_revision, std::move(on_event),
+                std::move(on_created)});
   if (closed_) return id;
   if (stream_) {
     send_create(id, it->second);
@@ -67,6 +69,16 @@ void watcher::send_create(std::uint64_t id, const entry& e) {
 void watcher::on_response(const pb::WatchResponse& response) {
   const auto id = static_cast<std::uint64_t>(response.watch_id());
   if (response.canceled()) return fire(id, watch_event::recheck);
+  if (response.created()) {
+    auto it = watches_.find(id);
+    if (it != watches_.end() && it->second.on_created) {
+      // Once: a watch created again on a new stream starts where it was asked to, not "now".
+      auto on_created = std::move(it->second.on_created);
+      it->second.on_created = nullptr;
+      it->second.start_revision = response.header().revision() + 1;
+      on_created(response.header().revision());
+    }
+  }
   for (const auto& event : response.events()) {
     if (event.type() == mvccpb::Event::DELETE) return fire(id, watch_event::deleted);
   }

@@ -25,13 +25,19 @@ enum class watch_event {
 class watcher : public std::enable_shared_from_this<watcher> {
  public:
   using handler = std::function<void(watch_event)>;
+  /// Called once etcd has created the watch, with the revision it watches from the next of.
+  using created_handler = std::function<void(std::int64_t revision)>;
 
   explicit watcher(etcd_client& client) : client_(client) {}
 
   /// Watches deletes of keys in [key, range_end) (range_end empty: `key` alone) from
-  /// `start_revision` on. Returns the id for cancel().
+  /// `start_revision` on (0: from the revision at which etcd creates the watch; `on_created`
+  /// hears which). Returns the id for cancel().
+  ///
+  /// A start revision in the past makes an "unsynced" watch, which etcd catches up every
+  /// 100 ms: correct, but its events may come up to 100 ms late.
   std::uint64_t watch(std::string key, std::string range_end, std::int64_t start_revision,
-                      handler on_event);
+                      handler on_event, created_handler on_created = {});
   /// Forgets the watch `id` (a no-op if it fired already). Its handler is not called.
   void cancel(std::uint64_t id);
   /// Ends the stream; no handler is called after it.
@@ -44,6 +50,7 @@ class watcher : public std::enable_shared_from_this<watcher> {
     std::string range_end;
     std::int64_t start_revision = 0;
     handler on_event;
+    created_handler on_created;
   };
 
   void ensure_stream();
