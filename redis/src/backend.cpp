@@ -58,19 +58,29 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
       acquire_script(), keys,
       {token, milliseconds_argument(options_.expiry), std::string(script_argument(keys.kind)),
        "0", std::to_string(request.max_count), "0"}));
+  // Hands back what the try may hold, from the network thread. Weakly: a strong reference
+  // queued on its own network thread would keep the backend (and that thread) alive forever.
+  const auto give_back = [&] {
+    boost::asio::post(network_->executor(), [weak = weak_from_this(), keys, token] {
+      if (auto self = weak.lock()) self->nodes_->give_back(keys, token);
+    });
+  };
   switch (answer.outcome) {
-    case acquire_answer::kind::granted:
-      return grant(request.name, keys, token, valid_until(sent, options_.expiry),
-                   static_cast<std::uint64_t>(answer.value));
+    case acquire_answer::kind::granted: {
+      // A reply read after the grant's validity (this thread was stopped or starved in
+      // between) is void, as with RedLock: the lock may be someone else's by now.
+      const auto deadline = valid_until(sent, options_.expiry);
+      if (clock::now() >= deadline) {
+        give_back();
+        return nullptr;
+      }
+      return grant(request.name, keys, token, deadline, static_cast<std::uint64_t>(answer.value));
+    }
     case acquire_answer::kind::other_max_count:
       throw max_count_mismatch(request, answer.value);
     case acquire_answer::kind::failed:
-      // Without a reply it may have been granted all the same: hand it back.
-      // Weakly: a strong reference queued on its own network thread would keep the backend
-      // (and that thread) alive forever.
-      boost::asio::post(network_->executor(), [weak = weak_from_this(), keys, token] {
-        if (auto self = weak.lock()) self->nodes_->give_back(keys, token);
-      });
+      // Without a reply it may have been granted all the same.
+      give_back();
       throw connection_error(message(answer.failure, request.name));
     default:
       return nullptr;

@@ -88,6 +88,10 @@ void connection::subscription_command(std::vector<std::string> arguments,
   }
 }
 
+void connection::open() {
+  if (!closing_ && state_ == state::down) connect();
+}
+
 // A command without `done` (a subscription's) is not timed: its answers come as messages.
 void connection::send(const std::vector<std::string>& arguments, reply_handler done) {
   std::vector<const char*> argv;

@@ -51,6 +51,9 @@ class connection {
   void subscription_command(std::vector<std::string> arguments,
                             std::function<void(const std::string&)> failed);
 
+  /// Connects (and logs in) now if it is down, so that the first command finds it ready.
+  void open();
+
   /// Drops the connection now: every command waiting for a reply fails with `why`.
   void drop(const std::string& why);
 

@@ -5,6 +5,7 @@
 // Everything here runs on the backend's network thread, except command_here().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "connection.hpp"
@@ -59,8 +61,14 @@ class node {
   void command(std::vector<std::string> arguments, reply_handler done) {
     commands_.command(std::move(arguments), std::move(done));
   }
-  /// Sends `arguments` on a blocking connection from the calling thread (any thread).
+  /// Sends `arguments` on a blocking connection from the calling thread (any thread). The
+  /// first call also has the network thread open the command connection meanwhile: an acquire
+  /// that goes on to wait there then finds it ready, rather than sending its try behind a
+  /// handshake (a TLS one takes a while) that may outlast its timeout.
   command_result command_here(const std::vector<std::string>& arguments) {
+    if (!command_connection_opened_.exchange(true)) {
+      boost::asio::post(executor_, [this] { commands_.open(); });
+    }
     return blocking_.command(arguments);
   }
 
@@ -104,6 +112,7 @@ class node {
   connection commands_;
   connection subscriber_;
   sync_connections blocking_;
+  std::atomic<bool> command_connection_opened_{false};
   heartbeat heartbeat_;
   boost::asio::steady_timer heartbeat_timer_;
   bool heartbeat_running_ = false;
