@@ -203,15 +203,31 @@ void etcd_client::remove(pb::DeleteRangeRequest request,
         std::move(done));
 }
 
-grpc::Status etcd_client::remove_now(const std::string& key, std::chrono::nanoseconds timeout) {
+template <class Call>
+grpc::Status etcd_client::blocking(std::chrono::nanoseconds timeout, Call call) {
   auto context = new_context(timeout);
   if (!track(context)) return {grpc::StatusCode::CANCELLED, "the provider is shutting down"};
+  grpc::Status status = call(context.get());
+  untrack(context);
+  return status;
+}
+
+grpc::Status etcd_client::remove_now(const std::string& key, std::chrono::nanoseconds timeout) {
   pb::DeleteRangeRequest request;
   request.set_key(key);
   pb::DeleteRangeResponse response;
-  grpc::Status status = kv_->DeleteRange(context.get(), request, &response);
-  untrack(context);
-  return status;
+  return blocking(timeout, [&](grpc::ClientContext* context) {
+    return kv_->DeleteRange(context, request, &response);
+  });
+}
+
+grpc::Status etcd_client::revoke_now(std::int64_t lease_id, std::chrono::nanoseconds timeout) {
+  pb::LeaseRevokeRequest request;
+  request.set_id(lease_id);
+  pb::LeaseRevokeResponse response;
+  return blocking(timeout, [&](grpc::ClientContext* context) {
+    return lease_->LeaseRevoke(context, request, &response);
+  });
 }
 
 void etcd_client::grant(pb::LeaseGrantRequest request, std::chrono::nanoseconds timeout,

@@ -55,6 +55,8 @@ class etcd_client {
 
   /// Deletes `key` on the calling thread (a blocking call), waiting up to `timeout`.
   grpc::Status remove_now(const std::string& key, std::chrono::nanoseconds timeout);
+  /// Revokes lease `lease_id` on the calling thread (a blocking call), waiting up to `timeout`.
+  grpc::Status revoke_now(std::int64_t lease_id, std::chrono::nanoseconds timeout);
 
   pb::Watch::Stub& watch_stub() { return *watch_; }
   pb::Lease::Stub& lease_stub() { return *lease_; }
@@ -71,6 +73,9 @@ class etcd_client {
   void shutdown(std::chrono::nanoseconds grace = std::chrono::nanoseconds::zero());
 
  private:
+  /// Runs the blocking `call(context)` with a tracked context (token, deadline `timeout`).
+  template <class Call>
+  grpc::Status blocking(std::chrono::nanoseconds timeout, Call call);
   template <class Request, class Response, class Start>
   void unary(Request request, std::chrono::nanoseconds timeout, Start start,
              reply_handler<Response> done);

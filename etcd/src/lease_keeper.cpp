@@ -178,13 +178,7 @@ void lease_keeper::revoke(std::chrono::nanoseconds timeout) {
   if (stream_) stream_->cancel();
   stream_.reset();
   if (!lease_) return;
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::duration_cast<std::chrono::system_clock::duration>(timeout));
-  pb::LeaseRevokeRequest request;
-  request.set_id(*std::exchange(lease_, std::nullopt));
-  pb::LeaseRevokeResponse response;
-  (void)client_.lease_stub().LeaseRevoke(&context, request, &response);
+  (void)client_.revoke_now(*std::exchange(lease_, std::nullopt), timeout);
 }
 
 }  // namespace dlock::etcd::detail
