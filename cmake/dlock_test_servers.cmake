@@ -51,10 +51,11 @@ set(DLOCK_TEST_SERVER_ZOOKEEPER OFF)
 if(TARGET dlock_test_zookeeper_client)
   set(DLOCK_TEST_SERVER_ZOOKEEPER ON)
 endif()
-# etcd's tests look at the server with etcdctl (Debian's etcd-client).
+# etcd's tests look at the server with etcdctl (Debian's etcd-client); only a build with the
+# etcd backend (experimental, off by default) starts the server.
 find_program(DLOCK_TEST_ETCDCTL etcdctl)
 set(DLOCK_TEST_SERVER_ETCD OFF)
-if(DLOCK_TEST_ETCDCTL)
+if(DLOCK_TEST_ETCDCTL AND DLOCK_WITH_ETCD)
   set(DLOCK_TEST_SERVER_ETCD ON)
 endif()
 
