@@ -16,6 +16,18 @@
 
 extern char** environ;
 
+namespace {
+
+// The test PostgreSQL also serves TLS, for the tests that ask for it with sslmode in their URL.
+// libpq's default, sslmode=prefer, would take TLS for every other connection of every test (and
+// of the processes they start, which inherit the environment) too; they stay plain, as before
+// the server had TLS, unless the environment already sets PGSSLMODE. On plain connections
+// libpq's threads also leave no OpenSSL per-thread state behind for LeakSanitizer to report.
+[[maybe_unused]] const bool plain_postgres_by_default =
+    ::setenv("PGSSLMODE", "disable", 0) == 0;
+
+}  // namespace
+
 namespace support {
 
 bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
