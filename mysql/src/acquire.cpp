@@ -189,8 +189,11 @@ void mysql_acquire::kill_wait() {
     return;
   }
   kill_sent_ = true;
-  backend_->sessions().session_for_attempt("")->connection->execute(kill_query_sql(target),
-                                                                    [](query_result) {});
+  backend_->sessions().session_for_attempt("")->connection->execute(
+      kill_query_sql(target), [weak = weak_from_this()](query_result r) {
+        auto self = weak.lock();
+        if (self && r.ok()) self->kill_answered();
+      });
   // A stop request is answered promptly even when the server is silent; the connection is
   // closed (or given up) behind it. A deadline waits for the server or the keepalive: a
   // silent server is then a connection_error, not "not obtained".
@@ -207,6 +210,21 @@ void mysql_acquire::kill_wait() {
     if (!ec && self) {
       self->session_->connection->abandon("no answer within connect_timeout after a stop");
     }
+  });
+}
+
+// The server answered the KILL, so it is alive and the waiting statement's answer is due.
+// MariaDB 10.11 sometimes never answers a batch killed between two of its statements (the
+// client waits for the next result forever): after stop_grace the waiting connection is
+// closed, which frees whatever the batch took, and the acquire ends as not obtained.
+void mysql_acquire::kill_answered() {
+  if (session_->connection->broken()) return;
+  timer_.expires_after(stop_grace);
+  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self || self->session_->connection->broken()) return;
+    self->end_wait();
+    self->complete(nullptr, nullptr);
   });
 }
 

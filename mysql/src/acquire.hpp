@@ -49,6 +49,7 @@ class mysql_acquire final : public acquire_operation,
   void pause_before_waiting();
   void stop();
   void kill_wait();
+  void kill_answered();
   void end_wait();
   void complete(std::exception_ptr error, std::unique_ptr<lease> granted);
 
