@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing (servers included), builds everything
-# and runs every test with ctest; CTest fixtures start and stop the servers.
+# with AddressSanitizer and UndefinedBehaviorSanitizer (the `asan` preset, as CI does) and runs
+# every test with ctest; CTest fixtures start and stop the servers. `--plain` uses the
+# `default` preset (RelWithDebInfo, no sanitizer) instead; other arguments go to ctest.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${DLOCK_BUILD_DIR:-$root/build}
+preset=asan
+if [[ ${1:-} == --plain ]]; then
+  preset=default
+  shift
+fi
 
 bash "$root/scripts/setup-debian.sh" --servers
-cmake -S "$root" -B "$build" -DDLOCK_BUILD_TESTS=ON
-cmake --build "$build" -j2
-cd "$build"
-ctest --output-on-failure --timeout 600 -j2 "$@"
+cd "$root"
+cmake --preset "$preset"
+cmake --build --preset "$preset"
+ctest --preset "$preset" "$@"
