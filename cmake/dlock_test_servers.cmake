@@ -52,7 +52,7 @@ if(TARGET dlock_test_zookeeper_client)
   set(DLOCK_TEST_SERVER_ZOOKEEPER ON)
 endif()
 # etcd's tests look at the server with etcdctl (Debian's etcd-client); only a build with the
-# etcd backend (experimental, off by default) starts the server.
+# etcd backend starts the server.
 find_program(DLOCK_TEST_ETCDCTL etcdctl)
 set(DLOCK_TEST_SERVER_ETCD OFF)
 if(DLOCK_TEST_ETCDCTL AND DLOCK_WITH_ETCD)
@@ -121,6 +121,9 @@ foreach(server IN ITEMS redis postgres zookeeper)
 endforeach()
 if(DLOCK_TEST_SERVER_MARIADB)
   list(APPEND dlock_partition_groups mariadb)
+endif()
+if(DLOCK_WITH_ETCD AND DLOCK_TEST_SERVER_ETCD)
+  list(APPEND dlock_partition_groups etcd)
 endif()
 if(dlock_partition_groups)
   set(script "${DLOCK_TEST_SERVERS_SCRIPT}" --default-state-dir "${DLOCK_TEST_STATE_DIR}"

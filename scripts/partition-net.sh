@@ -19,12 +19,12 @@ readonly partition_block=10.199
 # bytes at most: "dlk255-rl2a").
 readonly -A partition_index=([redis]=0 [redlock1]=1 [redlock2]=2 [redlock3]=3 [postgres]=4
   [zookeeper]=5 [zk1]=6 [zk2]=7 [zk3]=8
-  [mariadb]=9)
+  [mariadb]=9 [etcd]=10 [etcd1]=11 [etcd2]=12 [etcd3]=13)
 readonly -A partition_short=([redis]=r [redlock1]=rl1 [redlock2]=rl2 [redlock3]=rl3 [postgres]=pg
   [zookeeper]=zk [zk1]=zk1 [zk2]=zk2 [zk3]=zk3
-  [mariadb]=mdb)
+  [mariadb]=mdb [etcd]=ec [etcd1]=ec1 [etcd2]=ec2 [etcd3]=ec3)
 readonly partition_servers=(redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3
-  mariadb)
+  mariadb etcd etcd1 etcd2 etcd3)
 readonly partition_paths=(a b)
 readonly partition_heal_deadline_seconds=5
 

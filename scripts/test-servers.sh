@@ -521,8 +521,11 @@ launch_etcd() {
   is_etcd_cluster_member "$id" && token=dlock-etcd-cluster
   # Short heartbeats and elections make a killed leader's successor quick (500 ms); --data-dir
   # comes first so that process_is_server recognizes the process.
+  local address client_urls=()
+  for address in $(listen_addresses "$id"); do client_urls+=("http://$address:$port"); done
   setsid "${in_netns[@]}" etcd --data-dir "$dir/data" --name "$id" \
-    --listen-client-urls "http://127.0.0.1:$port" --advertise-client-urls "http://127.0.0.1:$port" \
+    --listen-client-urls "$(IFS=,; echo "${client_urls[*]}")" \
+    --advertise-client-urls "http://127.0.0.1:$port" \
     --listen-peer-urls "http://127.0.0.1:$peer_port" \
     --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
     --initial-cluster "$(etcd_initial_cluster "$id")" --initial-cluster-token "$token" \
@@ -763,6 +766,10 @@ write_partition_group_env() {
         ;;
       mariadb)
         echo "export DLOCK_PARTITION_MARIADB_$upper=mysql://dlock:dlock@$(path_hosts "$path" mariadb)/dlock_test"
+        ;;
+      etcd)
+        echo "export DLOCK_PARTITION_ETCD_$upper=etcd://$(path_hosts "$path" etcd)"
+        echo "export DLOCK_PARTITION_ETCD_CLUSTER_$upper=etcd://$(path_hosts "$path" etcd1 etcd2 etcd3)"
         ;;
     esac
   done

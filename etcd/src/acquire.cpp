@@ -172,12 +172,12 @@ void etcd_acquire::judge(std::int64_t revision,
   if (!request_.wait) return withdraw();
   note_waiting();
   if (next.next == verdict::action::wait_for_key) {
-    return wait_for_key(next.key, next.key_revision, revision, next.only_blocker);
+    return wait_for_key(next.key, next.key_revision, revision);
   }
   // Any delete in the queue may admit a semaphore contender: watch it all from the listing on.
   watch_ = backend_->watches().watch(queue_, prefix_end(queue_), revision + 1,
                                      [self = shared_from_this()](watch_event) {
-                                       self->on_blocker_event(watch_event::recheck, false);
+                                       self->on_blocker_event();
                                      });
 }
 
@@ -185,19 +185,19 @@ void etcd_acquire::judge(std::int64_t revision,
 // revision is caught up by etcd only every 100 ms, which would slow every handoff under
 // contention. What happened between the listing and the watch is then checked with one read.
 void etcd_acquire::wait_for_key(const std::string& key, std::int64_t key_revision,
-                                std::int64_t listed_at, bool only_blocker) {
+                                std::int64_t listed_at) {
   auto self = shared_from_this();
   const std::uint64_t wait = ++waits_;
   watch_ = backend_->watches().watch(
       key, {}, 0,
-      [self, only_blocker](watch_event event) { self->on_blocker_event(event, only_blocker); },
-      [self, key, key_revision, listed_at, only_blocker, wait](std::int64_t watched_from) {
+      [self](watch_event) { self->on_blocker_event(); },
+      [self, key, key_revision, listed_at, wait](std::int64_t watched_from) {
         if (watched_from == listed_at || self->phase_ != phase::queueing) return;
         pb::RangeRequest read;
         read.set_key(key);
         self->backend_->client().range(
             std::move(read), self->step<pb::RangeResponse>(
-                                 [key_revision, only_blocker, wait](
+                                 [key_revision, wait](
                                      etcd_acquire& me, grpc::Status status,
                                      pb::RangeResponse response) {
                                    // Still there, the very key: the watch sees its delete.
@@ -210,18 +210,19 @@ void etcd_acquire::wait_for_key(const std::string& key, std::int64_t key_revisio
                                    if (me.waits_ != wait || me.watch_ == 0) return;
                                    // Deleted before the watch began: as if the watch saw it.
                                    me.backend_->watches().cancel(me.watch_);
-                                   me.on_blocker_event(watch_event::deleted, only_blocker);
+                                   me.on_blocker_event();
                                  }));
       });
 }
 
-void etcd_acquire::on_blocker_event(watch_event event, bool only_blocker) {
+void etcd_acquire::on_blocker_event() {
   watch_ = 0;
   if (phase_ == phase::finished) return;
   if (withdrawing()) return withdraw();
-  // Our own key, if deleted meanwhile, is found by the grant's watch from its create revision
-  // on, so the handle is marked lost at once.
-  if (event == watch_event::deleted && only_blocker) return grant();
+  // Even when the blocker was the only key ahead, the queue is read again before a grant: our
+  // own key may be gone too (its lease expired while this process was paused or cut off), and
+  // a grant on it would hand out its old create revision after a newer holder's, a fencing
+  // token going back. concurrency.Mutex checks its key the same way after its wait.
   list();
 }
 
@@ -271,7 +272,7 @@ void etcd_acquire::fail(std::exception_ptr error) {
   stop_listening();
   if (!key_.empty()) {
     if (claim_sent_) {
-      backend_->delete_key(key_);
+      backend_->delete_key(key_, lease_id_);
     } else {
       backend_->unreserve(key_);
     }
@@ -304,7 +305,7 @@ void etcd_acquire::withdraw() {
     backend_->unreserve(key);
     return finish(nullptr, nullptr);
   }
-  backend_->delete_key(key, [self = shared_from_this()](grpc::Status) {
+  backend_->delete_key(key, lease_id_, [self = shared_from_this()](grpc::Status) {
     if (self->phase_ != phase::finished) self->finish(nullptr, nullptr);
   });
   stop_timer_.expires_after(abandon_wait);

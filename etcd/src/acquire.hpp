@@ -73,9 +73,8 @@ class etcd_acquire final : public acquire_operation,
   void list();
   void judge(std::int64_t revision,
              const google::protobuf::RepeatedPtrField<mvccpb::KeyValue>& kvs);
-  void wait_for_key(const std::string& key, std::int64_t key_revision, std::int64_t listed_at,
-                    bool only_blocker);
-  void on_blocker_event(watch_event event, bool only_blocker);
+  void wait_for_key(const std::string& key, std::int64_t key_revision, std::int64_t listed_at);
+  void on_blocker_event();
   void note_waiting();
 
   void on_call_failed(const grpc::Status& status, std::string_view call);

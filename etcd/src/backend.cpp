@@ -56,16 +56,48 @@ std::string etcd_backend::reserve_key(const std::string& queue, std::int64_t lea
   }
 }
 
-void etcd_backend::delete_key(const std::string& key, std::function<void(grpc::Status)> done) {
+void etcd_backend::delete_key(const std::string& key, std::int64_t lease_id,
+                              std::function<void(grpc::Status)> done) {
   pb::DeleteRangeRequest request;
   request.set_key(key);
   // A weak reference: a delete in flight must not keep the backend alive past its provider,
   // whose destructor waits for the delete (client shutdown) and then revokes the lease.
-  client_->remove(std::move(request), [weak = weak_from_this(), key, done = std::move(done)](
-                                          grpc::Status status, pb::DeleteRangeResponse) {
-    if (auto self = weak.lock()) self->reserved_.erase(key);
+  client_->remove(std::move(request), [weak = weak_from_this(), key, lease_id,
+                                       done = std::move(done)](grpc::Status status,
+                                                               pb::DeleteRangeResponse) {
+    auto self = weak.lock();
+    // A key left at etcd queues ahead of every later contender for as long as its lease
+    // lives, and this provider keeps the lease alive: a delete that could not reach the
+    // cluster (a partition) goes out again until it lands or the lease is gone.
+    if (self && !status.ok() && is_transient(status) && self->keeper_->keeps(lease_id)) {
+      self->delete_later(key, lease_id);
+    } else if (self) {
+      self->reserved_.erase(key);
+    }
     if (done) done(status);
   });
+}
+
+void etcd_backend::delete_later(const std::string& key, std::int64_t lease_id) {
+  auto timer = std::make_shared<boost::asio::steady_timer>(executor(), delete_retry);
+  timer->async_wait([weak = weak_from_this(), timer, key, lease_id](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self) return;
+    if (!self->keeper_->keeps(lease_id)) {
+      self->reserved_.erase(key);  // gone with its lease
+      return;
+    }
+    self->delete_key(key, lease_id);
+  });
+}
+
+provider_health etcd_backend::health() const {
+  provider_health health;
+  if (auto trouble = keeper_->trouble()) {
+    health.connected = false;
+    health.problems.push_back(message(*trouble));
+  }
+  return health;
 }
 
 std::optional<std::uint32_t> etcd_backend::current_count(const acquire_request& request) {

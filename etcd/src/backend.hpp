@@ -6,6 +6,7 @@
 // Everything but the blocking calls of callers runs on the provider's io thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <set>
@@ -40,6 +41,8 @@ class etcd_backend final : public dlock::backend,
                                                    acquire_completion done) override;
   /// max_count minus the keys queued now, never negative; std::nullopt on the io thread.
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
+  /// Not connected while the lease's keepalives go unanswered or a lost lease is not replaced.
+  provider_health health() const override;
 
   const options& settings() const noexcept { return options_; }
   /// The queue of `name` for `kind` (key_layout.hpp) under the options' prefix.
@@ -53,13 +56,18 @@ class etcd_backend final : public dlock::backend,
   /// (concurrency.Mutex's key when free); it stays reserved until delete_key() of it answers.
   /// io thread.
   std::string reserve_key(const std::string& queue, std::int64_t lease_id);
-  /// Deletes `key`, then frees its reservation and calls `done` (on the io thread) with the
-  /// outcome. io thread.
-  void delete_key(const std::string& key, std::function<void(grpc::Status)> done = {});
+  /// Deletes `key` (of lease `lease_id`), then frees its reservation and calls `done` (on
+  /// the io thread) with the outcome. A delete that fails transiently is sent again every
+  /// delete_retry, after `done`, until it lands or the lease is gone. io thread.
+  void delete_key(const std::string& key, std::int64_t lease_id,
+                  std::function<void(grpc::Status)> done = {});
   /// Frees the reservation of a key that does not exist at etcd. io thread.
   void unreserve(const std::string& key) { reserved_.erase(key); }
 
  private:
+  static constexpr std::chrono::milliseconds delete_retry{200};
+  void delete_later(const std::string& key, std::int64_t lease_id);
+
   options options_;
   std::unique_ptr<etcd_client> client_;
   std::shared_ptr<lease_keeper> keeper_;

@@ -86,8 +86,12 @@ class bidi_stream final : public grpc::ClientBidiReactor<Request, Response> {
 
   void OnDone(const grpc::Status& status) override {
     boost::asio::post(client_.executor(), [on_done = on_done_, status] { on_done(status); });
-    client_.stream_done(context_);
+    // Untracked last, once this stream may be gone: shutdown() returns after it, and a
+    // stream still alive then would outlive its provider.
+    etcd_client& client = client_;
+    const auto context = context_;
     self_.reset();  // may destroy this
+    client.stream_done(context);
   }
 
  private:

@@ -95,14 +95,10 @@ verdict queue_verdict(const acquire_request& request, std::string_view own_key,
   for (auto it = own; it != queue.begin();) {
     --it;
     if (reader && it->value == read_value) continue;
-    if (result.next == verdict::action::grant) {
-      result.next = verdict::action::wait_for_key;
-      result.key = it->key;  // the nearest blocker: its delete is the next event that matters
-      result.key_revision = it->create_revision;
-    } else {
-      result.only_blocker = false;
-      break;
-    }
+    result.next = verdict::action::wait_for_key;
+    result.key = it->key;  // the nearest blocker: its delete is the next event that matters
+    result.key_revision = it->create_revision;
+    break;
   }
   return result;
 }

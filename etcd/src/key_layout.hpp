@@ -48,9 +48,6 @@ struct verdict {
   std::string key;
   /// wait_for_key: the create revision of `key` (a key deleted and made again is another).
   std::int64_t key_revision = 0;
-  /// wait_for_key: `key` is all that blocks us. Keys only join a queue behind ours (create
-  /// revisions rise), so once it is deleted we hold the lock without listing again.
-  bool only_blocker = true;
   /// A semaphore contender found with another max_count than ours (then `next` is moot).
   std::optional<std::uint64_t> other_max_count;
 };

@@ -71,7 +71,7 @@ void held_key::stop() {
 
 void held_key::release(std::function<void(bool, std::string)> done) {
   stop();
-  backend_->delete_key(key_, [done = std::move(done)](grpc::Status status) {
+  backend_->delete_key(key_, lease_id_, [done = std::move(done)](grpc::Status status) {
     if (done) done(status.ok(), status.ok() ? std::string() : describe(status));
   });
 }
@@ -99,11 +99,19 @@ void etcd_lease::release() {
   boost::asio::post(backend_->executor(), [held = held_] { held->stop(); });
   const grpc::Status status =
       backend_->client().remove_now(held_->key(), backend_->settings().release_timeout);
-  boost::asio::post(backend_->executor(),
-                    [backend = backend_, key = held_->key()] { backend->unreserve(key); });
-  if (status.ok() || lost()) return;  // a lost key is gone, or goes with the lost lease
+  if (status.ok() || lost()) {  // a lost key is gone, or goes with the lost lease
+    boost::asio::post(backend_->executor(),
+                      [backend = backend_, key = held_->key()] { backend->unreserve(key); });
+    return;
+  }
+  // The provider's thread sends the delete again until it lands or the lease is gone.
+  boost::asio::post(backend_->executor(), [backend = backend_, key = held_->key(),
+                                           lease_id = held_->lease_id()] {
+    backend->delete_key(key, lease_id);
+  });
   throw connection_error(backend_->message(
-      "release failed: " + describe(status) + " (the key goes with the provider's lease)",
+      "release failed: " + describe(status) +
+          " (the provider deletes the key when the cluster answers, or it goes with the lease)",
       name_));
 }
 

@@ -26,6 +26,7 @@ class held_key : public std::enable_shared_from_this<held_key> {
   /// Stops watching (the key stays). io thread.
   void stop();
   const std::string& key() const noexcept { return key_; }
+  std::int64_t lease_id() const noexcept { return lease_id_; }
 
  private:
   void watch_from(std::int64_t revision);

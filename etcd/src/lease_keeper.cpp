@@ -71,9 +71,10 @@ void lease_keeper::on_granted(grpc::Status status, const pb::LeaseGrantResponse&
   } else {
     lease_ = response.id();
     unanswered_.clear();
-    answered_sent_ = std::chrono::steady_clock::now();
+    set_answered(std::chrono::steady_clock::now());
     tick();
   }
+  if (error && !lost_why_.empty()) regrant_later();
   auto waiting = std::move(waiting_);
   waiting_.clear();
   for (auto& done : waiting) done(error, error ? 0 : *lease_);
@@ -98,7 +99,8 @@ void lease_keeper::tick() {
 void lease_keeper::send_keepalive() {
   if (!stream_) {
     auto self = weak_from_this();
-    auto opened = std::make_shared<std::shared_ptr<stream>>();
+    // Weak: the stream keeps its handlers, so a strong pointer here would keep it forever.
+    auto opened = std::make_shared<std::weak_ptr<stream>>();
     stream_ = stream::open(
         client_,
         [this](grpc::ClientContext* context, stream* reactor) {
@@ -111,7 +113,8 @@ void lease_keeper::send_keepalive() {
           // Keepalives unanswered on this stream stay so; a new one goes out shortly (a
           // restarted member is back within a second or so), not only at the next tick.
           auto me = self.lock();
-          if (!me || me->stream_ != *opened) return;
+          auto ended = opened->lock();
+          if (!me || !ended || me->stream_ != ended) return;
           me->stream_.reset();
           me->reopen_timer_.expires_after(reopen_delay);
           me->reopen_timer_.async_wait([self](boost::system::error_code ec) {
@@ -132,7 +135,7 @@ void lease_keeper::on_keepalive(const pb::LeaseKeepAliveResponse& response) {
   if (!lease_ || response.id() != *lease_) return;
   if (response.ttl() <= 0) return lose(*lease_, "the lease expired at the server");
   if (unanswered_.empty()) return;
-  answered_sent_ = unanswered_.front();
+  set_answered(unanswered_.front());
   unanswered_.pop_front();
 }
 
@@ -159,6 +162,12 @@ void lease_keeper::lose(std::int64_t lease_id, const std::string& why) {
   pb::LeaseRevokeRequest request;
   request.set_id(lease_id);
   client_.revoke(std::move(request), ttl_, [](grpc::Status, pb::LeaseRevokeResponse) {});
+  {
+    std::lock_guard lock(trouble_mutex_);
+    kept_answered_.reset();
+    lost_why_ = why;
+  }
+  regrant_later();
   const auto error = std::make_exception_ptr(connection_error(backend_.message(why)));
   std::vector<lost_handler> handlers;
   for (auto it = listeners_.begin(); it != listeners_.end();) {
@@ -170,6 +179,37 @@ void lease_keeper::lose(std::int64_t lease_id, const std::string& why) {
     it = listeners_.erase(it);
   }
   for (auto& on_lost : handlers) on_lost(error);
+}
+
+// A provider keeps a lease even while it holds nothing, so that its health recovers with the
+// cluster and the next acquire does not wait for a grant.
+void lease_keeper::regrant_later() {
+  reopen_timer_.expires_after(reopen_delay);
+  reopen_timer_.async_wait([self = weak_from_this()](boost::system::error_code ec) {
+    auto keeper = self.lock();
+    if (!ec && keeper && !keeper->lease_ && !keeper->granting_) keeper->grant();
+  });
+}
+
+void lease_keeper::set_answered(std::chrono::steady_clock::time_point sent) {
+  answered_sent_ = sent;
+  std::lock_guard lock(trouble_mutex_);
+  kept_answered_ = sent;
+  lost_why_.clear();
+}
+
+std::optional<std::string> lease_keeper::trouble() const {
+  std::lock_guard lock(trouble_mutex_);
+  if (!kept_answered_) {
+    if (lost_why_.empty()) return std::nullopt;  // not granted yet, or revoked on shutdown
+    return "the lease was lost (" + lost_why_ + ") and no new one is granted yet";
+  }
+  // Keepalives go out every TTL/3 and are answered in a round trip.
+  const auto silent = std::chrono::steady_clock::now() - *kept_answered_;
+  if (silent <= ttl_ / 3 + std::chrono::milliseconds(500)) return std::nullopt;
+  return "no keepalive of the lease answered for " +
+         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()) +
+         " ms (it is lost after its TTL of " + std::to_string(whole_seconds(ttl_)) + " s)";
 }
 
 void lease_keeper::revoke(std::chrono::nanoseconds timeout) {

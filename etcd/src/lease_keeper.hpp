@@ -8,6 +8,7 @@
 #include <exception>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,12 +53,19 @@ class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
   std::uint64_t listen(std::int64_t lease_id, lost_handler on_lost);
   void forget(std::uint64_t listener);
 
+  /// Whether `lease_id` is the lease kept now. io thread.
+  bool keeps(std::int64_t lease_id) const { return lease_ == lease_id; }
+
   /// Lease `lease_id` is gone by etcd's word (a put refused with "lease not found").
   void lease_gone(std::int64_t lease_id);
 
   /// Stops the keepalives and revokes the lease, waiting up to `timeout` (a blocking gRPC
   /// call). Call once the io thread has stopped.
   void revoke(std::chrono::nanoseconds timeout);
+
+  /// What provider::health() reports, empty while the lease is kept: its keepalives going
+  /// unanswered, or a lost lease not replaced yet. Any thread.
+  std::optional<std::string> trouble() const;
 
  private:
   using stream = bidi_stream<pb::LeaseKeepAliveRequest, pb::LeaseKeepAliveResponse>;
@@ -72,6 +80,8 @@ class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
   void send_keepalive();
   void on_keepalive(const pb::LeaseKeepAliveResponse& response);
   void lose(std::int64_t lease_id, const std::string& why);
+  void regrant_later();
+  void set_answered(std::chrono::steady_clock::time_point sent);
 
   etcd_backend& backend_;
   etcd_client& client_;
@@ -86,6 +96,11 @@ class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
   std::chrono::steady_clock::time_point answered_sent_;  // send time of the last answered one
   std::map<std::uint64_t, listener> listeners_;
   std::uint64_t next_listener_ = 1;
+
+  // For trouble(), from any thread.
+  mutable std::mutex trouble_mutex_;
+  std::optional<std::chrono::steady_clock::time_point> kept_answered_;  // empty: no lease
+  std::string lost_why_;  // why the last lease was lost, until a new one is granted
 };
 
 }  // namespace dlock::etcd::detail

@@ -39,7 +39,8 @@ void watcher::close() {
 
 void watcher::ensure_stream() {
   auto self = weak_from_this();
-  auto opened = std::make_shared<std::shared_ptr<stream>>();
+  // Weak: the stream keeps its handlers, so a strong pointer here would keep it forever.
+  auto opened = std::make_shared<std::weak_ptr<stream>>();
   stream_ = stream::open(
       client_,
       [this](grpc::ClientContext* context, stream* reactor) {
@@ -49,7 +50,9 @@ void watcher::ensure_stream() {
         if (auto me = self.lock()) me->on_response(response);
       },
       [self, opened](grpc::Status) {
-        if (auto me = self.lock()) me->on_stream_done(*opened);
+        auto me = self.lock();
+        auto ended = opened->lock();
+        if (me && ended) me->on_stream_done(ended);
       });
   *opened = stream_;
   for (const auto& [id, e] : watches_) send_create(id, e);

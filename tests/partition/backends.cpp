@@ -51,6 +51,17 @@ std::string mariadb_url(const std::string& endpoint, const std::string&) {
 constexpr bounds mariadb_bounds{.lost = 4s, .waiter_fails = 4s, .granted_after = 5s,
                                 .grant_with_member_cut = 1s};
 
+// lease 3 s: renewed every second; a lease whose keepalives go unanswered for its TTL is lost
+// (the server expires it no earlier), and every call carries a deadline of one TTL. A client
+// on a cut member moves to another within 5 s (HTTP/2 keepalive) + TTL/3 (docs/etcd.md, "Lost,
+// and the bounds under faults"), so the lease outlives that only with a TTL above it.
+std::string etcd_url(const std::string& endpoint, const std::string& scope) {
+  return endpoint + "/" + scope + "?lease=3s&release_timeout=1s&connect_timeout=4s";
+}
+
+constexpr bounds etcd_bounds{.lost = 4s, .waiter_fails = 4s, .granted_after = 5s,
+                             .grant_with_member_cut = 7s};
+
 const std::vector<backend_case>& all_backends() {
   static const std::vector<backend_case> backends{
       {"redis", "REDIS", {"redis"}, false, redis_bounds, redis_url},
@@ -61,6 +72,8 @@ const std::vector<backend_case>& all_backends() {
       {"zookeeper-ensemble", "ZOOKEEPER_ENSEMBLE", {"zk1", "zk2", "zk3"}, true, zookeeper_bounds,
        zookeeper_url},
       {"mariadb", "MARIADB", {"mariadb"}, false, mariadb_bounds, mariadb_url},
+      {"etcd", "ETCD", {"etcd"}, false, etcd_bounds, etcd_url},
+      {"etcd-cluster", "ETCD_CLUSTER", {"etcd1", "etcd2", "etcd3"}, true, etcd_bounds, etcd_url},
   };
   return backends;
 }

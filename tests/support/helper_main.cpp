@@ -86,12 +86,21 @@ std::string nemesis_section(const dlock::lock_handle& held, const support::fence
 
 int nemesis_worker(const std::string& url, const std::string& name, const std::string& mode,
                    int seconds, const std::string& log, const std::string& store_path) {
-  auto provider = dlock::make_provider(url);
   const bool semaphore = mode.rfind("semaphore:", 0) == 0;
   std::optional<support::fenced_store> store;
   if (!semaphore) store.emplace(store_path);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  while (std::chrono::steady_clock::now() < until) {
+  // A worker respawned during a cut meets a backend that connects in its constructor (etcd's
+  // first lease, ZooKeeper's session) unreachable: it tries again, as a service would.
+  std::shared_ptr<dlock::provider> provider;
+  while (!provider && std::chrono::steady_clock::now() < until) {
+    try {
+      provider = dlock::make_provider(url);
+    } catch (const dlock::error&) {
+      ::usleep(50'000);
+    }
+  }
+  while (provider && std::chrono::steady_clock::now() < until) {
     try {
       std::optional<dlock::lock_handle> held =
           semaphore ? provider->create_semaphore(name, std::stoul(mode.substr(10)))
