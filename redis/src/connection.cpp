@@ -247,15 +247,17 @@ void connection::log_in() {
   for (std::size_t i = 0; i < count; ++i) {
     const bool last = i + 1 == count;
     const std::string what = steps[i].failure;
-    auto step_done = [this, last, what](command_result result) {
+    auto step_done = [this, last, what, check = steps[i].check](command_result result) {
       if (state_ != state::logging_in) return;
       if (result.failure) {
         fail_waiting(*result.failure);
         return;
       }
-      if (result.value.is_error()) {
+      const std::string refused =
+          result.value.is_error() ? result.value.text : (check ? check(result.value) : "");
+      if (!refused.empty()) {
         // The server's own words (e.g. WRONGPASS ...) never repeat the password.
-        last_error_ = what + ": " + result.value.text;
+        last_error_ = what + ": " + refused;
         fail_waiting(last_error_);
         drop(last_error_);
         return;

@@ -30,8 +30,16 @@ if proposal > 0 then
   local current = tonumber(redis.call('GET', KEYS[2]) or '0')
   if current >= proposal then return {-1, current} end
 end
+-- ARGV[7], when given, is a floor the counter is raised to first: with Sentinel, the failover
+-- epoch shifted, so a new master whose counter missed the last grants still issues higher tokens.
+local floor = ARGV[7]
 local function fence()
-  if proposal == 0 then return redis.call('INCR', KEYS[2]) end
+  if proposal == 0 then
+    if floor and tonumber(floor) > tonumber(redis.call('GET', KEYS[2]) or '0') then
+      redis.call('SET', KEYS[2], floor)
+    end
+    return redis.call('INCR', KEYS[2])
+  end
   redis.call('SET', KEYS[2], proposal)
   return proposal
 end
