@@ -112,8 +112,8 @@ void redis_backend::follow_sentinel() {
   });
 }
 
-std::uint64_t redis_backend::fencing_floor() const {
-  return nodes_->sentinel() ? nodes_->sentinel()->fencing_floor() : 0;
+std::string redis_backend::epoch_key() const {
+  return nodes_->sentinel() ? nodes_->sentinel()->epoch_key() : std::string();
 }
 
 std::shared_ptr<acquire_operation> redis_backend::start_acquire(acquire_request request,

@@ -78,9 +78,9 @@ class redis_backend final : public dlock::backend,
   /// Throws connection_error (when waiting) if no majority of nodes confirmed.
   void release(const std::shared_ptr<held_grant>& grant, bool wait);
 
-  /// The lowest fencing counter a grant made now may start from (Sentinel's failover epoch,
-  /// shifted; 0 without Sentinel).
-  std::uint64_t fencing_floor() const;
+  /// With Sentinel, the key of the master's failover epoch, from which the acquire script
+  /// raises fencing counters (sentinel_master::epoch_key); empty otherwise.
+  std::string epoch_key() const;
 
  private:
   options options_;

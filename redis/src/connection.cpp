@@ -213,6 +213,7 @@ void connection::connect() {
   state_ = state::connecting;
   last_error_.clear();
   timed_out_ = false;
+  late_steps_.clear();
   reader_.reset(redisReaderCreate());
   buffers_ = std::make_shared<buffers>();
   transport_ = make_transport(executor_, settings_);
@@ -235,8 +236,15 @@ void connection::opened(std::string failure) {
     return;
   }
   state_ = state::logging_in;
+  send_late_log_in_steps();
   read();
   flush();
+}
+
+void connection::send_late_log_in_steps() {
+  auto steps = std::move(late_steps_);
+  late_steps_.clear();
+  for (auto& [make, done] : steps) send(make(), std::move(done));
 }
 
 // Logging in goes before any other command, and nothing else is sent until it succeeded: with
@@ -267,7 +275,11 @@ void connection::log_in() {
         became_ready();
       }
     };
-    send(steps[i].command, std::move(step_done));
+    if (steps[i].late_command) {
+      late_steps_.emplace_back(steps[i].late_command, std::move(step_done));
+    } else {
+      send(steps[i].command, std::move(step_done));
+    }
   }
 }
 

@@ -40,11 +40,14 @@ struct log_in_step {
   /// For a step whose reply must say more than "no error": returns why `answer` is refused
   /// (appended to `failure`), or an empty string.
   std::function<std::string(const reply& answer)> check;
+  /// For a step whose command depends on what opening the transport found (Sentinel's failover
+  /// epoch): made once the transport is open, and sent after the other steps. Only last steps.
+  std::function<std::vector<std::string>()> late_command;
 };
 
 /// AUTH (when there is a password), SELECT (a database other than 0, not for subscriptions),
-/// CLIENT SETNAME and, for a master found through Sentinel, ROLE (it must be "master"), in
-/// that order.
+/// CLIENT SETNAME and, for a master found through Sentinel, ROLE (it must be "master") and the
+/// raise of its failover epoch (sentinel_master::raise_epoch_step), in that order.
 std::vector<log_in_step> log_in_steps(const server_settings& settings, bool for_subscriptions);
 
 }  // namespace dlock::redis::detail

@@ -26,15 +26,11 @@ void sentinel_follower::follow(std::size_t n) {
       [this](const reply& m) { message(m); });
   // Asked first, on the same connection: a switch announced while no sentinel was followed
   // shows in the answer.
-  link_->command({"SENTINEL", "MASTER", master_->name()},
-                 [this, alive = std::weak_ptr<bool>(alive_), index](command_result result) {
+  ask_for_master(*link_, master_->name(),
+                 [this, alive = std::weak_ptr<bool>(alive_), index](
+                     std::optional<master_address> at, const std::string&) {
                    if (alive.expired()) return;
-                   std::string why;
-                   if (const auto at = read_master_reply(result, why)) {
-                     master_->learned(index, *at);
-                   } else if (result.failure) {
-                     lost();
-                   }
+                   if (at) master_->learned(index, *at);
                  });
   link_->subscription_command({"SUBSCRIBE", "+switch-master"},
                               [this](const std::string&) { lost(); });

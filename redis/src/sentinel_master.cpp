@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "connection.hpp"
+
 namespace dlock::redis::detail {
 
 namespace {
@@ -31,6 +33,7 @@ sentinel_master::sentinel_master(const options& opts, std::shared_ptr<tls_client
     hosts += s.host + ":" + std::to_string(s.port);
   }
   endpoint_ = "sentinel " + hosts + "/" + name_;
+  epoch_key_ = opts.key_prefix + "sentinel-epoch";
   data_node_ = server_settings{.tls = tls,
                                .user = opts.user,
                                .password = opts.password,
@@ -82,47 +85,68 @@ void sentinel_master::moved_to(const std::string& host, std::uint16_t port,
   if (!why.empty() && on_change_) on_change_(why, announced);
 }
 
-std::uint64_t sentinel_master::fencing_floor() const {
-  std::lock_guard lock(mutex_);
-  return highest_epoch_ << epoch_shift;
+log_in_step sentinel_master::raise_epoch_step() const {
+  constexpr const char* raise = R"lua(
+if tonumber(ARGV[1]) > tonumber(redis.call('GET', KEYS[1]) or '0') then
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+return 1)lua";
+  return {{}, "raising the failover epoch failed", {}, [this] {
+            std::uint64_t epoch;
+            {
+              std::lock_guard lock(mutex_);
+              epoch = highest_epoch_;
+            }
+            return std::vector<std::string>{"EVAL", raise, "1", epoch_key_, std::to_string(epoch)};
+          }};
 }
 
-std::optional<master_address> read_master_reply(const command_result& result, std::string& why) {
-  if (result.failure) {
-    why = *result.failure;
-    return std::nullopt;
-  }
+namespace {
+
+std::string refusal(const command_result& result) {
+  if (result.failure) return *result.failure;
   if (result.value.is_error()) {
-    why = result.value.text.find("No such master") != std::string::npos
-              ? "no master by this name is monitored (" + result.value.text + ")"
-              : result.value.text;
-    return std::nullopt;
+    return result.value.text.find("No such master") != std::string::npos
+               ? "no master by this name is monitored (" + result.value.text + ")"
+               : result.value.text;
   }
-  master_address at;
-  std::optional<std::uint64_t> port;
-  bool down = false;
-  const auto& fields = result.value.elements;
-  for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
-    const std::string& key = fields[i].text;
-    const std::string& value = fields[i + 1].text;
-    if (key == "ip") at.host = value;
-    if (key == "port") port = number(value);
-    if (key == "config-epoch") at.epoch = number(value).value_or(0);
-    if (key == "flags") down = value.find("o_down") != std::string::npos;
-  }
-  if (at.host.empty() || !port || *port == 0 || *port > 65535) {
-    why = "the reply to SENTINEL MASTER names no address";
-    return std::nullopt;
-  }
-  at.port = static_cast<std::uint16_t>(*port);
-  // An objectively down master is still named until the failover ends; connecting to it
-  // would fail anyway, but this says why.
-  if (down) {
-    why = "the master " + at.host + ":" + std::to_string(at.port) +
-          " is down (o_down), a failover is due";
-    return std::nullopt;
-  }
-  return at;
+  return {};
+}
+
+}  // namespace
+
+void ask_for_master(connection& link, const std::string& name, master_answer done) {
+  auto address = std::make_shared<std::optional<master_address>>();
+  link.command({"SENTINEL", "GET-MASTER-ADDR-BY-NAME", name}, [address](command_result result) {
+    const auto& parts = result.value.elements;
+    if (refusal(result).empty() && parts.size() == 2) {
+      const auto port = number(parts[1].text);
+      if (port && *port > 0 && *port <= 65535) {
+        *address = master_address{.host = parts[0].text, .port = static_cast<std::uint16_t>(*port)};
+      }
+    }
+  });
+  link.command({"SENTINEL", "MASTER", name},
+               [address, done = std::move(done)](command_result result) mutable {
+                 std::string why = refusal(result);
+                 if (why.empty() && !*address) why = "the sentinel names no address";
+                 if (!why.empty()) {
+                   done(std::nullopt, why);
+                   return;
+                 }
+                 master_address at = **address;
+                 std::string host;
+                 std::optional<std::uint64_t> port;
+                 const auto& fields = result.value.elements;
+                 for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
+                   const std::string& key = fields[i].text;
+                   if (key == "ip") host = fields[i + 1].text;
+                   if (key == "port") port = number(fields[i + 1].text);
+                   if (key == "config-epoch") at.epoch = number(fields[i + 1].text).value_or(0);
+                 }
+                 if (host != at.host || port != at.port) ++at.epoch;  // a failover under way
+                 done(at, {});
+               });
 }
 
 log_in_step master_role_check() {

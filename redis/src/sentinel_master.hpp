@@ -20,6 +20,8 @@
 
 namespace dlock::redis::detail {
 
+class connection;
+
 /// Where a sentinel says the master is, and the master's configuration epoch (Sentinel's
 /// failover epoch: every failover raises it).
 struct master_address {
@@ -54,8 +56,14 @@ class sentinel_master {
   /// Records a +switch-master announcement (no epoch: the next question to a sentinel gets it).
   void switched(const std::string& host, std::uint16_t port);
 
-  /// The fencing floor of grants made now: the highest epoch heard, shifted (see epoch_shift).
-  std::uint64_t fencing_floor() const;
+  /// The key on the master that holds the highest failover epoch a connection to it was
+  /// made in: `<key_prefix>sentinel-epoch`. The acquire script raises a fencing counter to
+  /// that epoch << epoch_shift before it counts (scripts.cpp).
+  const std::string& epoch_key() const noexcept { return epoch_key_; }
+  /// The last log-in step of a connection to the master: raises epoch_key() there to the
+  /// highest epoch heard (at least the epoch of the master the connection reached), so every
+  /// command sent on the connection counts from above the tokens of earlier masters.
+  log_in_step raise_epoch_step() const;
 
   /// Runs `on_change` (on the thread that learned it, outside any lock) each time the master
   /// is found somewhere else than before; `announced` when a +switch-master said so (then
@@ -72,6 +80,7 @@ class sentinel_master {
 
   std::string name_;
   std::string endpoint_;
+  std::string epoch_key_;
   std::vector<server_settings> sentinels_;
   server_settings data_node_;
   change_handler on_change_;
@@ -81,9 +90,16 @@ class sentinel_master {
   std::uint64_t highest_epoch_ = 0;
 };
 
-/// Reads the reply to `SENTINEL MASTER <name>`: the address and epoch, or why there is none
-/// ("no master named 'x' is monitored", the server's error).
-std::optional<master_address> read_master_reply(const command_result& result, std::string& why);
+/// What a sentinel answered: where the master is, or why it did not say.
+using master_answer = dlock::detail::unique_function<void(std::optional<master_address> at,
+                                                          const std::string& why)>;
+
+/// Asks the sentinel at the other end of `link` where master `name` is: SENTINEL
+/// GET-MASTER-ADDR-BY-NAME (during a failover, the replica being promoted) and, on the same
+/// connection, SENTINEL MASTER for its configuration epoch. When the two addresses differ (a
+/// failover under way), the epoch is the old one + 1, which the new master's will be at least.
+/// `done` runs once, on the connection's executor.
+void ask_for_master(connection& link, const std::string& name, master_answer done);
 
 /// The log-in step that checks that a node found through Sentinel is the master (ROLE): a
 /// sentinel may answer with a master that was demoted since.

@@ -53,11 +53,10 @@ class sentinel_transport final : public transport {
     // The previous question's connection may be the caller: it goes later.
     boost::asio::post(executor_, [asking = std::move(asking_)] {});
     asking_ = std::make_unique<connection>(executor_, master_.sentinel(index));
-    asking_->command({"SENTINEL", "MASTER", master_.name()},
-                     [this, alive = std::weak_ptr<bool>(alive_), n, index](command_result result) {
+    ask_for_master(*asking_, master_.name(),
+                   [this, alive = std::weak_ptr<bool>(alive_), n, index](
+                       std::optional<master_address> at, const std::string& why) {
                        if (alive.expired() || closed_) return;
-                       std::string why;
-                       const auto at = read_master_reply(result, why);
                        if (!at) {
                          const server_settings& s = master_.sentinel(index);
                          if (!failures_.empty()) failures_ += "; ";

@@ -1,0 +1,274 @@
+// dlock::redis through Redis Sentinel while the master fails over, against the redis-failover
+// group (a master, two replicas and three sentinels of its own, so that the contract suite's
+// group never moves): a forced failover (SENTINEL FAILOVER) while a lock is held, with the
+// grant replicated (the handle is proven on the new master and keeps excluding others) and with
+// the grant missing there (the handle is lost); a waiter during a failover; a master killed with
+// SIGKILL. In every case the fencing token never goes back and new acquires work on the new
+// master. Each test starts by waiting for a settled deployment (the sentinels agree on a master
+// with two healthy replicas), so it does not matter where the last one left the master.
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <stdexcept>
+
+#include <dlock/dlock.hpp>
+
+#include "../servers/redis_client.hpp"
+#include "support.hpp"
+#include "test_servers.hpp"
+
+using namespace std::chrono_literals;
+using support::host_port;
+using support::redis_connection;
+using support::require_test_server_endpoint;
+
+namespace {
+
+const char* const node_ids[] = {"failover-master", "failover-replica1", "failover-replica2"};
+
+std::vector<host_port> sentinels() {
+  return support::endpoint_hosts(require_test_server_endpoint("DLOCK_TEST_REDIS_FAILOVER"));
+}
+
+/// The data nodes, in the order of node_ids (the master as started first).
+std::vector<host_port> nodes() {
+  return support::endpoint_hosts(require_test_server_endpoint("DLOCK_TEST_REDIS_FAILOVER_NODES"));
+}
+
+std::optional<std::string> ask(const host_port& at, const std::vector<std::string>& command) {
+  try {
+    redis_connection redis(at, 1s);
+    return redis.command(command);
+  } catch (const std::runtime_error&) {
+    return std::nullopt;  // down (a killed master): not an error while waiting
+  }
+}
+
+std::vector<std::string> ask_elements(const host_port& at, const std::vector<std::string>& command) {
+  try {
+    redis_connection redis(at, 1s);
+    return redis.command_elements(command).value_or(std::vector<std::string>{});
+  } catch (const std::runtime_error&) {
+    return {};
+  }
+}
+
+/// Where sentinel `at` says the master is, if it answers.
+std::optional<int> master_port_by(const host_port& at) {
+  const auto address = ask_elements(at, {"SENTINEL", "GET-MASTER-ADDR-BY-NAME", "mymaster"});
+  if (address.size() != 2) return std::nullopt;
+  return std::stoi(address[1]);
+}
+
+host_port node_on(int port) { return {"127.0.0.1", port}; }
+
+/// Whether every sentinel names the same master, with no failover under way, and the master
+/// says it is one with both replicas online: a deployment that a test can fail over. A former
+/// master that still thinks it is one (the sentinels demote it only at their next look, up to
+/// 10 s later) is made a replica of the agreed master here, as they would.
+std::optional<int> settled_master() {
+  std::optional<int> agreed;
+  for (const auto& sentinel : sentinels()) {
+    const auto port = master_port_by(sentinel);
+    if (!port || (agreed && *agreed != *port)) return std::nullopt;
+    agreed = port;
+    const auto master = ask_elements(sentinel, {"SENTINEL", "MASTER", "mymaster"});
+    for (std::size_t i = 0; i + 1 < master.size(); i += 2) {
+      if (master[i] == "flags" && master[i + 1] != "master") return std::nullopt;
+      if (master[i] == "num-other-sentinels" && master[i + 1] != "2") return std::nullopt;
+    }
+  }
+  for (const auto& node : nodes()) {
+    if (node.port == *agreed) continue;
+    const auto role = ask_elements(node, {"ROLE"});
+    if (!role.empty() && role[0] == "master") {
+      ask(node, {"REPLICAOF", "127.0.0.1", std::to_string(*agreed)});
+    }
+  }
+  const auto info = ask(node_on(*agreed), {"INFO", "replication"});
+  if (!info || support::redis_info_field(*info, "role") != "master" ||
+      support::redis_info_field(*info, "connected_slaves") != "2" ||
+      support::redis_info_field(*info, "slave0").find("state=online") == std::string::npos ||
+      support::redis_info_field(*info, "slave1").find("state=online") == std::string::npos) {
+    return std::nullopt;
+  }
+  return agreed;
+}
+
+int wait_for_settled_master() {
+  std::optional<int> master;
+  if (!support::wait_until([&] { return (master = settled_master()).has_value(); }, 60s)) {
+    throw std::runtime_error("the redis-failover deployment did not settle within 60 s");
+  }
+  return *master;
+}
+
+/// Waits until sentinel 0 names a master other than `old_port` that says it is the master.
+int wait_for_new_master(int old_port) {
+  std::optional<int> moved;
+  const bool done = support::wait_until(
+      [&] {
+        moved = master_port_by(sentinels()[0]);
+        if (!moved || *moved == old_port) return false;
+        const auto role = ask_elements(node_on(*moved), {"ROLE"});
+        return !role.empty() && role[0] == "master";
+      },
+      30s);
+  if (!done) throw std::runtime_error("no new master within 30 s");
+  return *moved;
+}
+
+void force_failover() {
+  // Right after a settled check, a sentinel may still refuse (INPROG, NOGOODSLAVE) for a
+  // moment: asked again until it agrees.
+  REQUIRE(support::wait_until(
+      [] { return ask(sentinels()[0], {"SENTINEL", "FAILOVER", "mymaster"}) == "OK"; }, 20s));
+}
+
+std::string url(std::string_view expiry) {
+  return require_test_server_endpoint("DLOCK_TEST_REDIS_FAILOVER") + "?expiry=" +
+         std::string(expiry) + "&prefix=" + support::unique_name("failover") + ":";
+}
+
+std::string_view prefix_of(const std::string& provider_url) {
+  return std::string_view(provider_url).substr(provider_url.find("prefix=") + 7);
+}
+
+/// Whether the key's lease on `at` has grown since the last call: an extension reached it.
+struct extension_seen {
+  host_port at;
+  std::string key;
+  long long last = -1;
+  bool operator()() {
+    const auto pttl = ask(at, {"PTTL", key});
+    if (!pttl) return false;
+    const long long now = std::stoll(*pttl);
+    const bool grew = last >= 0 && now > last;
+    last = now;
+    return grew;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a grant replicated before a forced failover is proven on the new master and keeps "
+          "others out, and the next token is higher",
+          "[redis][sentinel][fault]") {
+  const int old_master = wait_for_settled_master();
+  const std::string locks_url = url("10s");  // its copy on the new master outlives the failover
+  auto locks = dlock::make_provider(locks_url);
+  auto others = dlock::make_provider(locks_url);
+  const std::string key = dlock::redis::provider(
+      {.servers = {{"127.0.0.1", 1}}, .key_prefix = std::string(prefix_of(locks_url))})
+                              .lock_key("job");
+  dlock::lock_handle held = locks->create_lock("job").acquire(5s);
+  const std::uint64_t before = held.fencing_token();
+
+  force_failover();
+  const int new_master = wait_for_new_master(old_master);
+  // The watchdog, told of the switch, extends on the new master (the key is there: proven).
+  REQUIRE(support::wait_until(extension_seen{node_on(new_master), key}, 15s));
+  CHECK_FALSE(held.lost());
+  CHECK_FALSE(others->create_lock("job").try_acquire());
+  held.release();
+  dlock::lock_handle next = others->create_lock("job").acquire(10s);
+  CHECK(next.fencing_token() > before);
+}
+
+TEST_CASE("a grant missing on the new master after a forced failover marks its handle lost, and "
+          "the next token is higher although the new master's counter is behind",
+          "[redis][sentinel][fault]") {
+  const int old_master = wait_for_settled_master();
+  const auto all = nodes();
+  std::vector<host_port> replicas;
+  for (const auto& node : all) {
+    if (node.port != old_master) replicas.push_back(node);
+  }
+  REQUIRE(replicas.size() == 2);
+  const std::string locks_url = url("5s");
+  auto locks = dlock::make_provider(locks_url);
+  const std::string key = dlock::redis::provider(
+      {.servers = {{"127.0.0.1", 1}}, .key_prefix = std::string(prefix_of(locks_url))})
+                              .lock_key("job");
+  dlock::lock_handle held = locks->create_lock("job").acquire(5s);
+  const std::uint64_t before = held.fencing_token();
+  // Whichever replica is promoted misses the grant and the counter, as replicas that the
+  // last writes never reached.
+  for (const auto& replica : replicas) {
+    REQUIRE(support::wait_until([&] { return ask(replica, {"EXISTS", key}) == "1"; }));
+    REQUIRE(ask(replica, {"CONFIG", "SET", "replica-read-only", "no"}) == "OK");
+    REQUIRE(ask(replica, {"DEL", key, key + ":fence"}) == "2");
+    REQUIRE(ask(replica, {"CONFIG", "SET", "replica-read-only", "yes"}) == "OK");
+  }
+
+  force_failover();
+  const int new_master = wait_for_new_master(old_master);
+  CHECK(new_master != old_master);
+  REQUIRE(support::wait_until([&] { return held.lost(); }, 15s));
+  auto others = dlock::make_provider(locks_url);
+  dlock::lock_handle next = others->create_lock("job").acquire(10s);
+  CHECK(next.fencing_token() > before);
+}
+
+TEST_CASE("a waiter during a forced failover gets the lock on the new master or a "
+          "connection_error, and never hangs",
+          "[redis][sentinel][fault]") {
+  const int old_master = wait_for_settled_master();
+  const std::string locks_url = url("3s");
+  auto locks = dlock::make_provider(locks_url);
+  auto others = dlock::make_provider(locks_url);
+  dlock::lock_handle held = locks->create_lock("job").acquire(5s);
+  const std::uint64_t before = held.fencing_token();
+  auto waiter = std::async(std::launch::async, [&]() -> std::optional<std::uint64_t> {
+    try {
+      return others->create_lock("job").acquire(30s).fencing_token();
+    } catch (const dlock::connection_error&) {
+      return std::nullopt;
+    }
+  });
+  force_failover();
+  wait_for_new_master(old_master);
+  try {
+    held.release();
+  } catch (const dlock::connection_error&) {
+    // Released or not, its lease runs out within the expiry.
+  }
+  REQUIRE(waiter.wait_for(40s) == std::future_status::ready);
+  const std::optional<std::uint64_t> token = waiter.get();
+  if (token) CHECK(*token > before);
+  // Whatever the waiter met, the next acquire works on the new master.
+  dlock::lock_handle next = others->create_lock("job").acquire(10s);
+  CHECK(next.fencing_token() > before);
+}
+
+TEST_CASE("a master killed with SIGKILL under a holder: the handle is lost or proven on the new "
+          "master, and the next token is higher",
+          "[redis][sentinel][fault]") {
+  const int old_master = wait_for_settled_master();
+  const auto all = nodes();
+  std::string killed;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].port == old_master) killed = node_ids[i];
+  }
+  REQUIRE_FALSE(killed.empty());
+  const std::string locks_url = url("2s");
+  auto locks = dlock::make_provider(locks_url);
+  const std::string key = dlock::redis::provider(
+      {.servers = {{"127.0.0.1", 1}}, .key_prefix = std::string(prefix_of(locks_url))})
+                              .lock_key("job");
+  dlock::lock_handle held = locks->create_lock("job").acquire(5s);
+  const std::uint64_t before = held.fencing_token();
+
+  support::test_servers({"kill", killed});
+  support::undo_test_servers_fault restart({"restart", killed});
+  const int new_master = wait_for_new_master(old_master);
+  extension_seen proven{node_on(new_master), key};
+  REQUIRE(support::wait_until([&] { return held.lost() || proven(); }, 15s));
+  if (!held.lost()) held.release();
+  auto others = dlock::make_provider(locks_url);
+  dlock::lock_handle next = others->create_lock("job").acquire(10s);
+  CHECK(next.fencing_token() > before);
+  restart.now();
+  // The old master comes back as a master of its own; the sentinels make it a replica.
+  wait_for_settled_master();
+}
