@@ -125,7 +125,7 @@ void force_failover() {
       [] { return ask(sentinels()[0], {"SENTINEL", "FAILOVER", "mymaster"}) == "OK"; }, 20s));
 }
 
-std::string url(std::string_view expiry) {
+std::string url_with(std::string_view expiry) {
   return require_test_server_endpoint("DLOCK_TEST_REDIS_FAILOVER") + "?expiry=" +
          std::string(expiry) + "&prefix=" + support::unique_name("failover") + ":";
 }
@@ -149,30 +149,46 @@ struct extension_seen {
   }
 };
 
+/// The lock "job" held through a provider of its own with the given expiry, and where its
+/// grant lives.
+struct job_holder {
+  explicit job_holder(std::string_view expiry)
+      : url(url_with(expiry)),
+        locks(dlock::make_provider(url)),
+        key(dlock::redis::provider(
+                {.servers = {{"127.0.0.1", 1}}, .key_prefix = std::string(prefix_of(url))})
+                .lock_key("job")),
+        held(locks->create_lock("job").acquire(5s)),
+        before(held.fencing_token()) {}
+
+  /// The token of the next grant of "job", through another provider.
+  std::uint64_t next_token() const {
+    return dlock::make_provider(url)->create_lock("job").acquire(10s).fencing_token();
+  }
+
+  std::string url;
+  std::shared_ptr<dlock::provider> locks;
+  std::string key;
+  dlock::lock_handle held;
+  std::uint64_t before;
+};
+
 }  // namespace
 
 TEST_CASE("a grant replicated before a forced failover is proven on the new master and keeps "
           "others out, and the next token is higher",
           "[redis][sentinel][fault]") {
   const int old_master = wait_for_settled_master();
-  const std::string locks_url = url("10s");  // its copy on the new master outlives the failover
-  auto locks = dlock::make_provider(locks_url);
-  auto others = dlock::make_provider(locks_url);
-  const std::string key = dlock::redis::provider(
-      {.servers = {{"127.0.0.1", 1}}, .key_prefix = std::string(prefix_of(locks_url))})
-                              .lock_key("job");
-  dlock::lock_handle held = locks->create_lock("job").acquire(5s);
-  const std::uint64_t before = held.fencing_token();
+  job_holder job("10s");  // its copy on the new master outlives the failover
 
   force_failover();
   const int new_master = wait_for_new_master(old_master);
   // The watchdog, told of the switch, extends on the new master (the key is there: proven).
-  REQUIRE(support::wait_until(extension_seen{node_on(new_master), key}, 15s));
-  CHECK_FALSE(held.lost());
-  CHECK_FALSE(others->create_lock("job").try_acquire());
-  held.release();
-  dlock::lock_handle next = others->create_lock("job").acquire(10s);
-  CHECK(next.fencing_token() > before);
+  REQUIRE(support::wait_until(extension_seen{node_on(new_master), job.key}, 15s));
+  CHECK_FALSE(job.held.lost());
+  CHECK_FALSE(dlock::make_provider(job.url)->create_lock("job").try_acquire());
+  job.held.release();
+  CHECK(job.next_token() > job.before);
 }
 
 TEST_CASE("a grant missing on the new master after a forced failover marks its handle lost, and "
@@ -185,13 +201,8 @@ TEST_CASE("a grant missing on the new master after a forced failover marks its h
     if (node.port != old_master) replicas.push_back(node);
   }
   REQUIRE(replicas.size() == 2);
-  const std::string locks_url = url("5s");
-  auto locks = dlock::make_provider(locks_url);
-  const std::string key = dlock::redis::provider(
-      {.servers = {{"127.0.0.1", 1}}, .key_prefix = std::string(prefix_of(locks_url))})
-                              .lock_key("job");
-  dlock::lock_handle held = locks->create_lock("job").acquire(5s);
-  const std::uint64_t before = held.fencing_token();
+  job_holder job("5s");
+  const std::string& key = job.key;
   // Whichever replica is promoted misses the grant and the counter, as replicas that the
   // last writes never reached.
   for (const auto& replica : replicas) {
@@ -204,21 +215,16 @@ TEST_CASE("a grant missing on the new master after a forced failover marks its h
   force_failover();
   const int new_master = wait_for_new_master(old_master);
   CHECK(new_master != old_master);
-  REQUIRE(support::wait_until([&] { return held.lost(); }, 15s));
-  auto others = dlock::make_provider(locks_url);
-  dlock::lock_handle next = others->create_lock("job").acquire(10s);
-  CHECK(next.fencing_token() > before);
+  REQUIRE(support::wait_until([&] { return job.held.lost(); }, 15s));
+  CHECK(job.next_token() > job.before);
 }
 
 TEST_CASE("a waiter during a forced failover gets the lock on the new master or a "
           "connection_error, and never hangs",
           "[redis][sentinel][fault]") {
   const int old_master = wait_for_settled_master();
-  const std::string locks_url = url("3s");
-  auto locks = dlock::make_provider(locks_url);
-  auto others = dlock::make_provider(locks_url);
-  dlock::lock_handle held = locks->create_lock("job").acquire(5s);
-  const std::uint64_t before = held.fencing_token();
+  job_holder job("3s");
+  auto others = dlock::make_provider(job.url);
   auto waiter = std::async(std::launch::async, [&]() -> std::optional<std::uint64_t> {
     try {
       return others->create_lock("job").acquire(30s).fencing_token();
@@ -229,16 +235,15 @@ TEST_CASE("a waiter during a forced failover gets the lock on the new master or 
   force_failover();
   wait_for_new_master(old_master);
   try {
-    held.release();
+    job.held.release();
   } catch (const dlock::connection_error&) {
     // Released or not, its lease runs out within the expiry.
   }
   REQUIRE(waiter.wait_for(40s) == std::future_status::ready);
   const std::optional<std::uint64_t> token = waiter.get();
-  if (token) CHECK(*token > before);
+  if (token) CHECK(*token > job.before);
   // Whatever the waiter met, the next acquire works on the new master.
-  dlock::lock_handle next = others->create_lock("job").acquire(10s);
-  CHECK(next.fencing_token() > before);
+  CHECK(job.next_token() > job.before);
 }
 
 TEST_CASE("a master killed with SIGKILL under a holder: the handle is lost or proven on the new "
@@ -251,23 +256,15 @@ TEST_CASE("a master killed with SIGKILL under a holder: the handle is lost or pr
     if (all[i].port == old_master) killed = node_ids[i];
   }
   REQUIRE_FALSE(killed.empty());
-  const std::string locks_url = url("2s");
-  auto locks = dlock::make_provider(locks_url);
-  const std::string key = dlock::redis::provider(
-      {.servers = {{"127.0.0.1", 1}}, .key_prefix = std::string(prefix_of(locks_url))})
-                              .lock_key("job");
-  dlock::lock_handle held = locks->create_lock("job").acquire(5s);
-  const std::uint64_t before = held.fencing_token();
+  job_holder job("2s");
 
   support::test_servers({"kill", killed});
   support::undo_test_servers_fault restart({"restart", killed});
   const int new_master = wait_for_new_master(old_master);
-  extension_seen proven{node_on(new_master), key};
-  REQUIRE(support::wait_until([&] { return held.lost() || proven(); }, 15s));
-  if (!held.lost()) held.release();
-  auto others = dlock::make_provider(locks_url);
-  dlock::lock_handle next = others->create_lock("job").acquire(10s);
-  CHECK(next.fencing_token() > before);
+  extension_seen proven{node_on(new_master), job.key};
+  REQUIRE(support::wait_until([&] { return job.held.lost() || proven(); }, 15s));
+  if (!job.held.lost()) job.held.release();
+  CHECK(job.next_token() > job.before);
   restart.now();
   // The old master comes back as a master of its own; the sentinels make it a replica.
   wait_for_settled_master();
