@@ -2,12 +2,13 @@
 // group (a master, two replicas and three sentinels of its own, so that the contract suite's
 // group never moves): a forced failover (SENTINEL FAILOVER) while a lock is held, with the
 // grant replicated (the handle is proven on the new master and keeps excluding others) and with
-// the grant missing there (the handle is lost); a waiter during a failover; a master killed with
-// SIGKILL. In every case the fencing token never goes back and new acquires work on the new
+// the grant missing there (the handle is lost); a master killed with SIGKILL under a holder; a
+// waiter through a forced failover and through a killed master. In every case the fencing token never goes back and new acquires work on the new
 // master. Each test starts by waiting for a settled deployment (the sentinels agree on a master
-// with two healthy replicas), so it does not matter where the last one left the master.
+// with two replicas online), so it does not matter where the last one left the master.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <future>
 #include <stdexcept>
 
@@ -191,6 +192,40 @@ struct job_holder {
   std::uint64_t before;
 };
 
+/// The test-servers id of the data node on `port`.
+std::string node_id(int port) {
+  const auto all = nodes();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].port == port) return node_ids[i];
+  }
+  throw std::runtime_error("no data node on port " + std::to_string(port));
+}
+
+/// While a lock is held, a waiter of another provider waits for it; `move_master` moves the
+/// master meanwhile; then the holder lets go. The waiter must end within a bound, granted with
+/// a higher token or with a connection_error, and the next acquire works on the new master.
+void wait_through(const std::function<void()>& move_master) {
+  job_holder job("3s");
+  auto others = dlock::make_provider(job.url);
+  auto waiter = std::async(std::launch::async, [&]() -> std::optional<std::uint64_t> {
+    try {
+      return others->create_lock("job").acquire(30s).fencing_token();
+    } catch (const dlock::connection_error&) {
+      return std::nullopt;
+    }
+  });
+  move_master();
+  try {
+    job.held.release();
+  } catch (const dlock::connection_error&) {
+    // Released or not, its lease runs out within the expiry.
+  }
+  REQUIRE(waiter.wait_for(40s) == std::future_status::ready);
+  const std::optional<std::uint64_t> token = waiter.get();
+  if (token) CHECK(*token > job.before);
+  CHECK(job.next_token() > job.before);
+}
+
 }  // namespace
 
 TEST_CASE("a grant replicated before a forced failover is proven on the new master and keeps "
@@ -239,38 +274,29 @@ TEST_CASE("a waiter during a forced failover gets the lock on the new master or 
           "connection_error, and never hangs",
           "[redis][sentinel][fault]") {
   const int old_master = wait_for_settled_master();
-  job_holder job("3s");
-  auto others = dlock::make_provider(job.url);
-  auto waiter = std::async(std::launch::async, [&]() -> std::optional<std::uint64_t> {
-    try {
-      return others->create_lock("job").acquire(30s).fencing_token();
-    } catch (const dlock::connection_error&) {
-      return std::nullopt;
-    }
+  wait_through([&] { fail_over(old_master); });
+}
+
+TEST_CASE("a waiter while the master is killed with SIGKILL gets the lock on the new master or a "
+          "connection_error, and never hangs",
+          "[redis][sentinel][fault]") {
+  const int old_master = wait_for_settled_master();
+  const std::string killed = node_id(old_master);
+  std::optional<support::undo_test_servers_fault> restart;
+  wait_through([&] {
+    support::test_servers({"kill", killed});
+    restart.emplace(std::vector<std::string>{"restart", killed});
+    wait_for_new_master(old_master);
   });
-  fail_over(old_master);
-  try {
-    job.held.release();
-  } catch (const dlock::connection_error&) {
-    // Released or not, its lease runs out within the expiry.
-  }
-  REQUIRE(waiter.wait_for(40s) == std::future_status::ready);
-  const std::optional<std::uint64_t> token = waiter.get();
-  if (token) CHECK(*token > job.before);
-  // Whatever the waiter met, the next acquire works on the new master.
-  CHECK(job.next_token() > job.before);
+  restart->now();
+  wait_for_settled_master();
 }
 
 TEST_CASE("a master killed with SIGKILL under a holder: the handle is lost or proven on the new "
           "master, and the next token is higher",
           "[redis][sentinel][fault]") {
   const int old_master = wait_for_settled_master();
-  const auto all = nodes();
-  std::string killed;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    if (all[i].port == old_master) killed = node_ids[i];
-  }
-  REQUIRE_FALSE(killed.empty());
+  const std::string killed = node_id(old_master);
   job_holder job("2s");
 
   support::test_servers({"kill", killed});
