@@ -1,7 +1,7 @@
 # Real servers for the tests: CTest fixtures around scripts/test-servers.sh.
 #
 # For each networked backend whose client library is installed, this defines a fixture
-# `<server>_server` (redis_server, redis_tls_server, postgres_server, zookeeper_server, etcd_server,
+# `<server>_server` (redis_server, redis_tls_server, redis_sentinel_server, redis_failover_server, postgres_server, zookeeper_server, etcd_server,
 # mariadb_server): the setup test
 # `servers/start-<server>` starts the servers once per ctest run and the cleanup test
 # `servers/stop-<server>` stops them after the last test that needs them. A test opts in with
@@ -98,6 +98,10 @@ endforeach()
 # never wait for these servers.
 if(DLOCK_TEST_SERVER_REDIS)
   dlock_add_test_server_fixture(redis_tls redis-tls)
+  # Redis Sentinel (label redis_sentinel): redis_sentinel_server for the contract suite, and
+  # redis_failover_server, a second deployment that the failover tests fail over and kill.
+  dlock_add_test_server_fixture(redis_sentinel redis-sentinel)
+  dlock_add_test_server_fixture(redis_failover redis-failover)
 endif()
 
 if(DLOCK_TEST_SERVER_MARIADB)

@@ -19,7 +19,7 @@ build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhire
                 # etcd: gRPC and protobuf, and etcd's .proto files the client is generated from
                 libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
                 golang-etcd-server-dev)
-server_packages=(redis-server redis-tools zookeeper default-jre-headless postgresql-15
+server_packages=(redis-server redis-tools redis-sentinel zookeeper default-jre-headless postgresql-15
                  postgresql-client-15 netcat-openbsd
                  iproute2 procps
                  # The MariaDB test server and the plain client its interop tests run.

@@ -17,7 +17,7 @@ readonly port_low=15000
 readonly port_span=17000
 readonly port_attempts=3
 readonly postgres_bin=${DLOCK_POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
-readonly all_groups=(redis redis-tls postgres zookeeper mariadb etcd)
+readonly all_groups=(redis redis-tls redis-sentinel redis-failover postgres zookeeper mariadb etcd)
 
 usage() {
   cat <<'EOF'
@@ -36,10 +36,14 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
                                                          name / Postgres application_name /
                                                          MariaDB user)
 
-  GROUPs: redis postgres zookeeper redis-tls mariadb etcd
+  GROUPs: redis postgres zookeeper redis-tls redis-sentinel redis-failover mariadb etcd
   IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3 mariadb etcd etcd1 etcd2 etcd3
        redis-tls redis-mtls redis-expired redis-unix (group redis-tls: TLS servers with certificates
        from a test CA in <state directory>/tls, which PostgreSQL also serves TLS with, and a Unix socket)
+       sentinel-master sentinel-replica1 sentinel-replica2 sentinel1 sentinel2 sentinel3 (group
+       redis-sentinel: a master, two replicas and three sentinels monitoring it as "mymaster";
+       group redis-failover: the same with ids failover-master ... failover-sentinel3, for tests
+       that fail the master over)
   The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
   else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
 
@@ -85,6 +89,9 @@ group_members() {
   case "$1" in
     redis) echo redis redlock1 redlock2 redlock3 ;;
     redis-tls) echo redis-tls redis-mtls redis-expired redis-unix ;;
+    # Sentinel: the master, its two replicas, then the three sentinels (launched in this order).
+    redis-sentinel) echo sentinel-master sentinel-replica1 sentinel-replica2 sentinel1 sentinel2 sentinel3 ;;
+    redis-failover) echo failover-master failover-replica1 failover-replica2 failover-sentinel1 failover-sentinel2 failover-sentinel3 ;;
     postgres) echo postgres ;;
     zookeeper) echo zookeeper zk1 zk2 zk3 ;;
     mariadb) echo mariadb ;;
@@ -98,6 +105,8 @@ group_of() {
   case "$1" in
     redis | redlock[123]) echo redis ;;
     redis-tls | redis-mtls | redis-expired | redis-unix) echo redis-tls ;;
+    sentinel-master | sentinel-replica[12] | sentinel[123]) echo redis-sentinel ;;
+    failover-master | failover-replica[12] | failover-sentinel[123]) echo redis-failover ;;
     postgres) echo postgres ;;
     zookeeper | zk[123]) echo zookeeper ;;
     mariadb) echo mariadb ;;
@@ -154,7 +163,7 @@ process_is_server() {
   { cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline"); } 2>/dev/null || return 1
   port=$(server_port "$id") || return 1
   case "$(group_of "$id")" in
-    redis | redis-tls) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
+    redis | redis-tls | redis-sentinel | redis-failover) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
     postgres) [[ $cmdline == *postgres*"$(server_dir "$id")/data"* ]] ;;
     zookeeper) [[ $cmdline == *QuorumPeerMain*"$(server_dir "$id")/zoo.cfg"* ]] ;;
     mariadb) [[ $cmdline == *mariadbd*"$(server_dir "$id")/data"* ]] ;;
@@ -283,7 +292,7 @@ server_answers() {
   local mode
   case "$(group_of "$1")" in
     etcd) etcd_answers "$1" ;;
-    redis | redis-tls) redis_answers "$1" ;;
+    redis | redis-tls | redis-sentinel | redis-failover) redis_answers "$1" ;;
     postgres) postgres_answers "$1" ;;
     mariadb) mariadb_answers "$1" ;;
     zookeeper)
@@ -408,6 +417,62 @@ redis_socket_path() {
     fi
   fi
   cat "$record"
+}
+
+# The Sentinel groups: a master and two replicas of it, and three sentinels that monitor it as
+# "mymaster" with a quorum of 2 and fail it over quickly (down after 1 s, short timeouts).
+# Members: master, replica, replica, sentinel, sentinel, sentinel (group_members' order).
+sentinel_group_master() { local members; read -r -a members <<<"$(group_members "$1")"; echo "${members[0]}"; }
+sentinel_group_sentinels() { local members; read -r -a members <<<"$(group_members "$1")"; echo "${members[@]:3}"; }
+is_sentinel() { [[ $1 == sentinel[123] || $1 == failover-sentinel[123] ]]; }
+
+launch_sentinel_group_member() {
+  local id=$1 dir port master_port
+  dir=$(server_dir "$id")
+  port=$(server_port "$id")
+  master_port=$(server_port "$(sentinel_group_master "$(group_of "$id")")")
+  if ! is_sentinel "$id"; then
+    local replica_of=()
+    [[ $id == *-replica[12] ]] && replica_of=(--replicaof 127.0.0.1 "$master_port")
+    setsid redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$dir" \
+      --protected-mode yes --daemonize no "${replica_of[@]}" \
+      </dev/null >>"$dir/server.log" 2>&1 9>&- &
+    echo $! >"$dir/pid"
+    return
+  fi
+  # A sentinel rewrites its configuration file (what it learned of the others and of failovers).
+  cat >"$dir/sentinel.conf" <<EOF
+port $port
+bind 127.0.0.1
+dir $dir
+sentinel monitor mymaster 127.0.0.1 $master_port 2
+sentinel down-after-milliseconds mymaster 1000
+sentinel failover-timeout mymaster 3000
+sentinel parallel-syncs mymaster 2
+EOF
+  setsid redis-server "$dir/sentinel.conf" --sentinel </dev/null >>"$dir/server.log" 2>&1 9>&- &
+  echo $! >"$dir/pid"
+}
+
+# Whether every sentinel of `group` sees the master, both replicas and the two other sentinels:
+# only then can they agree on a failover.
+sentinel_group_formed() {
+  local id reply
+  for id in $(sentinel_group_sentinels "$1"); do
+    reply=$(timeout 2 redis-cli -h 127.0.0.1 -p "$(server_port "$id")" SENTINEL MASTER mymaster 2>/dev/null | tr '\n' ' ') || return 1
+    [[ $reply == *"num-slaves 2 "* && $reply == *"num-other-sentinels 2 "* && $reply == *"flags master "* ]] || return 1
+  done
+}
+
+wait_until_sentinel_group_formed() {
+  local deadline=$((SECONDS + ready_deadline_seconds))
+  until sentinel_group_formed "$1"; do
+    if ((SECONDS >= deadline)); then
+      say "$1: the sentinels did not see the master, both replicas and each other within ${ready_deadline_seconds}s"
+      return 1
+    fi
+    sleep 0.2
+  done
 }
 
 tls_dir() { echo "$state_dir/tls"; }
@@ -540,6 +605,7 @@ launch_server() {
     echo 0 >"$(server_dir "$1")/log_offset"
   case "$(group_of "$1")" in
     redis | redis-tls) launch_redis "$1" ;;
+    redis-sentinel | redis-failover) launch_sentinel_group_member "$1" ;;
     postgres) launch_postgres ;;
     zookeeper) launch_zookeeper "$1" ;;
     mariadb) launch_mariadb ;;
@@ -799,6 +865,18 @@ write_group_env() {
       echo "export DLOCK_TEST_REDIS_UNIX=redis+unix://$(redis_socket_path)"
       echo "export DLOCK_TEST_REDIS_UNIX_PLAIN=redis://127.0.0.1:$(server_port redis-unix)"
       ;;
+    redis-sentinel | redis-failover)
+      # The sentinels' URL, and the data nodes as started (master first; a failover moves it).
+      local upper=${group#redis-} id hosts=() nodes=()
+      upper=${upper^^}
+      for id in $(sentinel_group_sentinels "$group"); do hosts+=("127.0.0.1:$(server_port "$id")"); done
+      for id in $(group_members "$group"); do
+        is_sentinel "$id" || nodes+=("127.0.0.1:$(server_port "$id")")
+      done
+      local IFS=,
+      echo "export DLOCK_TEST_REDIS_${upper}=redis+sentinel://${hosts[*]}/mymaster"
+      echo "export DLOCK_TEST_REDIS_${upper}_NODES=redis://${nodes[*]}"
+      ;;
     postgres)
       printf 'export DLOCK_TEST_POSTGRES=postgres://dlock:dlock@127.0.0.1:%s/dlock_test\n' \
         "$(server_port postgres)"
@@ -930,6 +1008,9 @@ start_group_fresh() {
     if ((status == 0)); then
       wait_until_all_answer "${ids[@]}" || status=$?
     fi
+    if ((status == 0)) && [[ $group == redis-sentinel || $group == redis-failover ]]; then
+      wait_until_sentinel_group_formed "$group" || status=1
+    fi
     if ((status == 0)); then
       return 0
     fi
@@ -957,7 +1038,7 @@ start_group() {
 
 check_group_prerequisites() {
   case "$1" in
-    redis | redis-tls)
+    redis | redis-tls | redis-sentinel | redis-failover)
       if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
         die "redis-server or redis-cli not found: apt-get install redis-server redis-tools (or scripts/setup-debian.sh --servers)"
       fi

@@ -146,7 +146,8 @@ class redis_acquire final : public acquire_operation,
         acquire_script(), keys_,
         {token_, milliseconds_argument(backend_->settings().expiry),
          std::string(script_argument(keys_.kind)), std::to_string(proposal),
-         std::to_string(request_.max_count), queue ? "1" : "0"},
+         std::to_string(request_.max_count), queue ? "1" : "0",
+         backend_->epoch_key()},
         {nodes_.quorum(keys_.kind), granted_here},
         [self = shared_from_this(), sent, proposal](std::vector<command_result> results) {
           self->settle(std::move(results), sent, proposal);
@@ -192,7 +193,11 @@ class redis_acquire final : public acquire_operation,
     }
     const auto deadline = valid_until(sent, backend_->settings().expiry);
     if (granted >= nodes_.quorum(keys_.kind) && clock::now() < deadline) {
-      grant(deadline, fencing_token);
+      if (backend_->settings().sentinel.wait_replicas > 0) {
+        wait_for_replicas(deadline, fencing_token);
+      } else {
+        grant(deadline, fencing_token);
+      }
       return;
     }
     give_back(results, granted);
@@ -215,6 +220,44 @@ class redis_acquire final : public acquire_operation,
     auto granted = backend_->grant(request_.name, keys_, token_, valid_until, fencing_token);
     queued_writer_ = false;  // a granted writer left the queue in the same script
     finish(nullptr, std::move(granted));
+  }
+
+  // With Sentinel's wait_replicas: the grant counts once enough replicas have it (WAIT, on
+  // the connection that made it, so it waits for that write), else it is given back. Without
+  // them a failover could promote a replica that never saw it.
+  void wait_for_replicas(clock::time_point valid_until, std::uint64_t fencing_token) {
+    const auto& sentinel = backend_->settings().sentinel;
+    const auto timeout = std::chrono::duration_cast<milliseconds>(sentinel.wait_timeout);
+    nodes_.at(0).command(
+        {"WAIT", std::to_string(sentinel.wait_replicas), std::to_string(timeout.count())},
+        [self = shared_from_this(), valid_until, fencing_token](command_result result) {
+          const auto& wanted = self->backend_->settings().sentinel;
+          const bool acknowledged = !result.failure && result.value.type == reply::kind::integer &&
+                                    result.value.integer >= wanted.wait_replicas;
+          if (self->phase_ == phase::finished || !acknowledged ||
+              clock::now() >= valid_until) {
+            self->nodes_.give_back(self->keys_, self->token_);
+          }
+          if (self->phase_ == phase::finished) return;
+          if (acknowledged && clock::now() < valid_until) {
+            self->grant(valid_until, fencing_token);
+            return;
+          }
+          std::string why = "the grant was given back: ";
+          if (result.failure || result.value.is_error()) {
+            why += "WAIT failed: " + (result.failure ? *result.failure : result.value.text);
+          } else if (!acknowledged) {
+            why += std::to_string(result.value.integer) + " of " +
+                   std::to_string(wanted.wait_replicas) +
+                   " replicas (wait_replicas) acknowledged it within " +
+                   milliseconds_text(wanted.wait_timeout) + " (wait_timeout)";
+          } else {
+            why += "the replicas acknowledged it after its lease ran out";
+          }
+          self->finish(std::make_exception_ptr(
+                           connection_error(self->backend_->message(why, self->request_.name))),
+                       nullptr);
+        });
   }
 
   // A try that did not win hands back at once what it may hold (a RedLock minority of grants,

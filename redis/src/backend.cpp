@@ -13,6 +13,7 @@
 #include "lease.hpp"
 #include "redlock.hpp"
 #include "scripts.hpp"
+#include "sentinel_master.hpp"
 #include "token.hpp"
 #include "validated_options.hpp"
 
@@ -39,7 +40,23 @@ redis_backend::redis_backend(options opts)
       keys_(options_.key_prefix, options_.plain_keys),
       network_(std::make_unique<io_thread>()),
       nodes_(std::make_shared<node_set>(network_->executor(), options_)),
-      watchdog_(*this) {}
+      watchdog_(*this) {
+  if (const auto& sentinel = nodes_->sentinel()) {
+    follower_ = std::make_unique<sentinel_follower>(network_->executor(), sentinel);
+    // Asynchronous replication: a grant made on the old master may be missing on the new one.
+    // So on a move every held lease is extended at once, which proves it there or finds it
+    // lost; after an announced switch, connections made before may still reach the old
+    // master (now a replica): they go, and the next command finds the new one.
+    sentinel->on_change([this](const std::string& why, bool announced) {
+      boost::asio::post(network_->executor(), [weak = weak_from_this(), why, announced] {
+        auto self = weak.lock();
+        if (!self) return;
+        if (announced) self->nodes_->at(0).drop(why);
+        self->watchdog_.verify_now();
+      });
+    });
+  }
+}
 
 redis_backend::~redis_backend() {
   network_->stop();
@@ -47,6 +64,7 @@ redis_backend::~redis_backend() {
   // After the thread ended (or on it, when it is the one destroying us): hiredis contexts
   // and their descriptors go before the io_context they are bound to.
   watchdog_.shut_down();
+  follower_.reset();
   nodes_.reset();
 }
 
@@ -87,8 +105,20 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
   }
 }
 
+void redis_backend::follow_sentinel() {
+  if (!follower_ || following_.exchange(true)) return;
+  boost::asio::post(network_->executor(), [weak = weak_from_this()] {
+    if (auto self = weak.lock()) self->follower_->start();
+  });
+}
+
+std::string redis_backend::epoch_key() const {
+  return nodes_->sentinel() ? nodes_->sentinel()->epoch_key() : std::string();
+}
+
 std::shared_ptr<acquire_operation> redis_backend::start_acquire(acquire_request request,
                                                                 acquire_completion done) {
+  follow_sentinel();
   return start_acquire_on_network_thread(shared_from_this(), std::move(request), std::move(done));
 }
 
@@ -161,7 +191,7 @@ std::unique_ptr<lease> redis_backend::grant(const std::string& name, const key_s
 void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait) {
   // First thing: the watchdog must never extend a grant that is being released.
   watchdog_.forget(grant);
-  if (wait && nodes_->size() == 1 && !network_->running_in_this_thread()) {
+  if (wait && on_callers_thread() && !network_->running_in_this_thread()) {
     // One server: straight from the caller's thread, no hop to the network thread and back.
     const command_result result = nodes_->eval_here(
         release_script(), grant->keys,

@@ -19,6 +19,7 @@
 // extension and no release.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -31,6 +32,7 @@
 
 #include "keys.hpp"
 #include "redlock.hpp"
+#include "sentinel_follower.hpp"
 #include "watchdog.hpp"
 
 namespace dlock::redis::detail {
@@ -50,8 +52,9 @@ class redis_backend final : public dlock::backend,
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
   /// Overdue: held leases the watchdog has not had confirmed in time (health.hpp).
   provider_health health() const override;
-  /// On one server, a blocking acquire makes its first attempt on the caller's thread.
-  bool acquires_inline() const noexcept override { return nodes_->size() == 1; }
+  /// On one server, a blocking acquire makes its first attempt on the caller's thread (not
+  /// with Sentinel: the network thread's connections are the ones that follow a failover).
+  bool acquires_inline() const noexcept override { return on_callers_thread(); }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
@@ -75,6 +78,10 @@ class redis_backend final : public dlock::backend,
   /// Throws connection_error (when waiting) if no majority of nodes confirmed.
   void release(const std::shared_ptr<held_grant>& grant, bool wait);
 
+  /// With Sentinel, the key of the master's failover epoch, from which the acquire script
+  /// raises fencing counters (sentinel_master::epoch_key); empty otherwise.
+  std::string epoch_key() const;
+
  private:
   options options_;
   key_scheme keys_;
@@ -82,6 +89,12 @@ class redis_backend final : public dlock::backend,
   std::unique_ptr<io_thread> network_;
   std::shared_ptr<node_set> nodes_;
   watchdog watchdog_;
+  /// With Sentinel: hears failovers, started by the first acquire.
+  std::unique_ptr<sentinel_follower> follower_;
+  std::atomic<bool> following_{false};
+
+  bool on_callers_thread() const noexcept { return nodes_->size() == 1 && !nodes_->sentinel(); }
+  void follow_sentinel();
 };
 
 }  // namespace dlock::redis::detail

@@ -213,6 +213,7 @@ void connection::connect() {
   state_ = state::connecting;
   last_error_.clear();
   timed_out_ = false;
+  late_steps_.clear();
   reader_.reset(redisReaderCreate());
   buffers_ = std::make_shared<buffers>();
   transport_ = make_transport(executor_, settings_);
@@ -235,8 +236,15 @@ void connection::opened(std::string failure) {
     return;
   }
   state_ = state::logging_in;
+  send_late_log_in_steps();
   read();
   flush();
+}
+
+void connection::send_late_log_in_steps() {
+  auto steps = std::move(late_steps_);
+  late_steps_.clear();
+  for (auto& [make, done] : steps) send(make(), std::move(done));
 }
 
 // Logging in goes before any other command, and nothing else is sent until it succeeded: with
@@ -247,15 +255,17 @@ void connection::log_in() {
   for (std::size_t i = 0; i < count; ++i) {
     const bool last = i + 1 == count;
     const std::string what = steps[i].failure;
-    auto step_done = [this, last, what](command_result result) {
+    auto step_done = [this, last, what, check = steps[i].check](command_result result) {
       if (state_ != state::logging_in) return;
       if (result.failure) {
         fail_waiting(*result.failure);
         return;
       }
-      if (result.value.is_error()) {
+      const std::string refused =
+          result.value.is_error() ? result.value.text : (check ? check(result.value) : "");
+      if (!refused.empty()) {
         // The server's own words (e.g. WRONGPASS ...) never repeat the password.
-        last_error_ = what + ": " + result.value.text;
+        last_error_ = what + ": " + refused;
         fail_waiting(last_error_);
         drop(last_error_);
         return;
@@ -265,7 +275,11 @@ void connection::log_in() {
         became_ready();
       }
     };
-    send(steps[i].command, std::move(step_done));
+    if (steps[i].late_command) {
+      late_steps_.emplace_back(steps[i].late_command, std::move(step_done));
+    } else {
+      send(steps[i].command, std::move(step_done));
+    }
   }
 }
 

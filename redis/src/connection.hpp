@@ -75,6 +75,7 @@ class connection {
   void connect();
   void opened(std::string failure);
   void log_in();
+  void send_late_log_in_steps();
   void became_ready();
   void fail_waiting(const std::string& why);
   void send(const std::vector<std::string>& arguments, reply_handler done);
@@ -103,6 +104,8 @@ class connection {
   /// Sends to make once logged in; called with the failure instead if logging in fails.
   std::vector<dlock::detail::unique_function<void(const std::string* failure)>> waiting_;
   std::deque<awaited_reply> awaited_;
+  /// Log-in steps made once the transport is open (log_in_step::late_command).
+  std::vector<std::pair<std::function<std::vector<std::string>()>, reply_handler>> late_steps_;
   boost::asio::steady_timer timeout_timer_;
   bool timer_armed_ = false;
   /// Expires with the connection, so that a completion queued before never touches it.

@@ -1,5 +1,7 @@
 #include "log_in.hpp"
 
+#include "sentinel_master.hpp"
+
 namespace dlock::redis::detail {
 
 std::vector<log_in_step> log_in_steps(const server_settings& settings, bool for_subscriptions) {
@@ -15,6 +17,10 @@ std::vector<log_in_step> log_in_steps(const server_settings& settings, bool for_
                      "SELECT " + std::to_string(settings.database) + " failed"});
   }
   steps.push_back({{"CLIENT", "SETNAME", settings.client_name}, "CLIENT SETNAME failed"});
+  if (settings.sentinel) {
+    steps.push_back(master_role_check());
+    if (!for_subscriptions) steps.push_back(settings.sentinel->raise_epoch_step());
+  }
   return steps;
 }
 

@@ -89,10 +89,49 @@ void take_duration(provider_url& url, std::string_view key, std::chrono::nanosec
   if (auto value = url.take_option(key)) into = parse_duration(key, *value);
 }
 
+/// redis+sentinel://[user:password@]s1[:26379][,s2...]/master_name[?options] (rediss+sentinel
+/// over TLS): the user and password are the data nodes'; sentinel_user, sentinel_password,
+/// database, wait_replicas and wait_timeout are options.
+void take_sentinel(provider_url& url, options& opts) {
+  const std::string name = url.path.size() > 1 ? url.path.substr(1) : std::string();
+  if (url.hosts.empty() || name.empty() || name.find('/') != std::string::npos) {
+    throw std::invalid_argument("dlock: redis URL '" + url.redacted() +
+                                "' must name the sentinels and the master: " + url.scheme +
+                                "://s1:26379,s2:26379,s3:26379/mymaster");
+  }
+  opts.sentinel.master_name = name;
+  for (const auto& host : url.hosts) {
+    opts.sentinel.sentinels.push_back(server{.host = host.host, .port = host.port.value_or(26379)});
+  }
+  if (auto value = url.take_option("sentinel_user")) opts.sentinel.user = *value;
+  if (auto value = url.take_option("sentinel_password")) opts.sentinel.password = *value;
+  if (auto value = url.take_option("database")) {
+    provider_url database_path = url;
+    database_path.path = "/" + *value;
+    opts.database = parse_database(database_path);
+  }
+  if (auto value = url.take_option("wait_replicas")) {
+    int replicas = -1;
+    const auto [end, error] = std::from_chars(value->data(), value->data() + value->size(), replicas);
+    if (error != std::errc() || end != value->data() + value->size() || replicas < 0) {
+      throw std::invalid_argument("dlock: redis URL option wait_replicas must be a number >= 0, not '" +
+                                  *value + "'");
+    }
+    opts.sentinel.wait_replicas = replicas;
+  }
+  take_duration(url, "wait_timeout", opts.sentinel.wait_timeout);
+}
+
+bool sentinel_scheme(const provider_url& url) { return url.scheme.ends_with("+sentinel"); }
+
 std::shared_ptr<dlock::provider> make_from_url(provider_url url) {
   options opts;
-  take_servers(url, opts);
-  opts.tls.enabled = url.scheme == "rediss";
+  if (sentinel_scheme(url)) {
+    take_sentinel(url, opts);
+  } else {
+    take_servers(url, opts);
+  }
+  opts.tls.enabled = url.scheme.starts_with("rediss");
   take_tls_options(url, opts.tls);
   opts.user = url.user;
   opts.password = url.password;
@@ -115,6 +154,8 @@ void register_scheme() {
   dlock::register_scheme("redis", &make_from_url);
   dlock::register_scheme("rediss", &make_from_url);
   dlock::register_scheme("redis+unix", &make_from_url);
+  dlock::register_scheme("redis+sentinel", &make_from_url);
+  dlock::register_scheme("rediss+sentinel", &make_from_url);
 }
 
 }  // namespace dlock::redis

@@ -5,6 +5,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "eval.hpp"
+#include "sentinel_master.hpp"
 #include "tls_client.hpp"
 
 namespace dlock::redis::detail {
@@ -68,6 +69,7 @@ node_set::node_set(boost::asio::any_io_executor executor, const options& opts)
     : executor_(executor), expiry_(opts.expiry), command_timeout_(opts.command_timeout) {
   // One TLS context for every connection to every node: the files are read once.
   const auto tls = opts.tls.enabled ? std::make_shared<tls_client>(opts.tls) : nullptr;
+  if (!opts.sentinel.master_name.empty()) sentinel_ = std::make_shared<sentinel_master>(opts, tls);
   for (const auto& s : opts.servers) {
     nodes_.push_back(std::make_unique<node>(
         executor_, server_settings{.host = s.host,
@@ -78,7 +80,8 @@ node_set::node_set(boost::asio::any_io_executor executor, const options& opts)
                                    .password = opts.password,
                                    .database = opts.database,
                                    .command_timeout = opts.command_timeout,
-                                   .client_name = opts.client_name},
+                                   .client_name = opts.client_name,
+                                   .sentinel = sentinel_},
         heartbeat{.channel = opts.key_prefix + "heartbeat", .every = opts.expiry / 3}));
     if (!endpoint_.empty()) endpoint_ += ',';
     endpoint_ += nodes_.back()->endpoint();

@@ -25,6 +25,8 @@
 
 namespace dlock::redis::detail {
 
+class sentinel_master;
+
 /// RedLock's clock-drift allowance for a lease of `expiry`: 1 % of it plus 2 ms.
 std::chrono::nanoseconds clock_drift(std::chrono::nanoseconds expiry) noexcept;
 
@@ -94,6 +96,9 @@ class node_set : public std::enable_shared_from_this<node_set> {
   /// release() with nobody waiting for it: for a try that did not win, or whose reply was lost.
   void give_back(const key_set& keys, const std::string& token) { release(keys, token, {}); }
 
+  /// The master of a Sentinel deployment (then the one node reaches it); null otherwise.
+  const std::shared_ptr<sentinel_master>& sentinel() const noexcept { return sentinel_; }
+
   /// The endpoints of the nodes whose results failed, separated by "; ", with their failures.
   std::string failures(const std::vector<command_result>& results) const;
 
@@ -106,6 +111,7 @@ class node_set : public std::enable_shared_from_this<node_set> {
   std::chrono::nanoseconds command_timeout_;
   std::string endpoint_;
   std::vector<std::unique_ptr<node>> nodes_;
+  std::shared_ptr<sentinel_master> sentinel_;
 };
 
 }  // namespace dlock::redis::detail

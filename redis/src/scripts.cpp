@@ -30,8 +30,20 @@ if proposal > 0 then
   local current = tonumber(redis.call('GET', KEYS[2]) or '0')
   if current >= proposal then return {-1, current} end
 end
+-- ARGV[7], with Sentinel, names the key of the master's failover epoch (sentinel_master.hpp):
+-- the counter is raised to epoch * 2^32 first, so a new master whose counter missed the last
+-- grants of the old one (asynchronous replication) still issues higher tokens.
+local epoch_key = ARGV[7]
 local function fence()
-  if proposal == 0 then return redis.call('INCR', KEYS[2]) end
+  if proposal == 0 then
+    if epoch_key and epoch_key ~= '' then
+      local floor = tonumber(redis.call('GET', epoch_key) or '0') * 4294967296
+      if floor > tonumber(redis.call('GET', KEYS[2]) or '0') then
+        redis.call('SET', KEYS[2], string.format('%.0f', floor))
+      end
+    end
+    return redis.call('INCR', KEYS[2])
+  end
   redis.call('SET', KEYS[2], proposal)
   return proposal
 end

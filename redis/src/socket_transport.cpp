@@ -3,6 +3,8 @@
 #include <boost/asio/local/stream_protocol.hpp>
 
 #include "log_in.hpp"
+#include "sentinel_master.hpp"
+#include "sentinel_transport.hpp"
 #include "stream_transport.hpp"
 #include "tls_transport.hpp"
 
@@ -100,12 +102,14 @@ void connect_tcp(boost::asio::ip::tcp::resolver& resolver, boost::asio::ip::tcp:
 
 std::unique_ptr<transport> make_transport(const boost::asio::any_io_executor& executor,
                                           const server_settings& settings) {
+  if (settings.sentinel) return make_sentinel_transport(executor, settings);
   if (!settings.unix_socket.empty()) return std::make_unique<unix_transport>(executor, settings);
   if (settings.tls) return make_tls_transport(executor, settings);
   return std::make_unique<tcp_transport>(executor, settings);
 }
 
 std::string endpoint_text(const server_settings& settings) {
+  if (settings.sentinel) return settings.sentinel->endpoint();
   if (!settings.unix_socket.empty()) return settings.unix_socket;
   return settings.host + ":" + std::to_string(settings.port);
 }

@@ -33,9 +33,45 @@ void validate_tls(const tls_options& tls) {
   }
 }
 
+// Sentinel's options; the master it names stands in for `servers`, as their one node.
+void validate_sentinel(options& opts) {
+  const sentinel_options& s = opts.sentinel;
+  if (s.master_name.empty()) {
+    if (!s.sentinels.empty() || s.wait_replicas != 0 || s.password) {
+      throw std::invalid_argument(
+          "dlock: redis options: sentinel settings are given but sentinel.master_name is empty");
+    }
+    return;
+  }
+  if (!opts.servers.empty()) {
+    throw std::invalid_argument(
+        "dlock: redis options: servers and sentinel exclude each other (the sentinels name the "
+        "master)");
+  }
+  if (s.master_name.find_first_of(" \t\r\n") != std::string::npos) {
+    throw std::invalid_argument("dlock: redis options: sentinel.master_name '" + s.master_name +
+                                "' has white space");
+  }
+  if (s.sentinels.empty()) {
+    throw std::invalid_argument("dlock: redis options: sentinel.sentinels must name a sentinel");
+  }
+  for (const auto& sentinel : s.sentinels) {
+    if (sentinel.host.empty() || !sentinel.unix_socket.empty() || sentinel.port == 0) {
+      throw std::invalid_argument(
+          "dlock: redis options: every sentinel needs a host and a port (no Unix sockets)");
+    }
+  }
+  if (s.wait_replicas < 0 || s.wait_timeout < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument(
+        "dlock: redis options: sentinel.wait_replicas and wait_timeout must not be negative");
+  }
+  opts.servers = {server{.host = s.master_name}};
+}
+
 }  // namespace
 
 options validated(options opts) {
+  validate_sentinel(opts);
   if (opts.servers.empty()) {
     throw std::invalid_argument("dlock: redis options: servers must name at least one server");
   }
@@ -83,6 +119,12 @@ options validated(options opts) {
   opts.command_timeout =
       positive_or(opts.command_timeout, std::min<std::chrono::nanoseconds>(opts.expiry / 3,
                                                                             std::chrono::seconds(5)));
+  opts.sentinel.wait_timeout = positive_or(opts.sentinel.wait_timeout, opts.command_timeout / 2);
+  if (opts.sentinel.wait_timeout >= opts.command_timeout) {
+    throw std::invalid_argument(
+        "dlock: redis options: sentinel.wait_timeout (wait_timeout) must be below "
+        "command_timeout (the WAIT holds the command connection)");
+  }
   return opts;
 }
 

@@ -49,6 +49,19 @@ void watchdog::watch(std::shared_ptr<held_grant> grant) {
   }
 }
 
+void watchdog::verify_now() {
+  boost::asio::post(owner_.network_executor(), [this, weak = owner_.weak_from_this()] {
+    auto alive = weak.lock();
+    if (!alive) return;
+    {
+      std::lock_guard lock(mutex_);
+      if (!running_) return;
+    }
+    next_extension_ = clock::now();
+    schedule();
+  });
+}
+
 void watchdog::forget(const std::shared_ptr<held_grant>& grant) {
   std::lock_guard lock(mutex_);
   grant->registered = false;

@@ -52,6 +52,10 @@ class watchdog {
   /// Any thread.
   std::size_t overdue(std::chrono::steady_clock::time_point now,
                       std::chrono::nanoseconds overdue_below) const;
+  /// Extends every held lease now rather than at the next period: after a failover, a grant
+  /// the new master does not hold is found lost at once (an extension answers "not ours"),
+  /// and one it holds is confirmed there. Any thread.
+  void verify_now();
   /// Drops the timer. Requires: the network thread has stopped.
   void shut_down() noexcept { timer_.reset(); }
 

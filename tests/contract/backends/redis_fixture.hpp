@@ -1,5 +1,6 @@
 // The contract's Redis fixture, shared by the executables that run the suite over each way of
-// reaching Redis (redis.cpp: TCP and RedLock; redis_tls.cpp: TLS and a Unix socket).
+// reaching Redis (redis.cpp: TCP and RedLock; redis_tls.cpp: TLS and a Unix socket;
+// redis_sentinel.cpp: the master of a Sentinel deployment).
 #pragma once
 
 #include <algorithm>
@@ -116,8 +117,11 @@ class redis_fixture final : public backend_fixture {
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {
+    // Sentinel: an unreachable sentinel, asked for the master the URL names.
+    const std::string master =
+        endpoint_.starts_with("redis+sentinel:") ? "/" + master_name() : std::string();
     auto locks = dlock::make_provider(endpoint_.substr(0, endpoint_.find("://") + 3) +
-                                      unreachable_endpoint());
+                                      unreachable_endpoint() + master);
     (void)locks->create_lock("x").try_acquire();
   }
 
@@ -131,6 +135,11 @@ class redis_fixture final : public backend_fixture {
   std::string endpoint_;
   std::vector<support::host_port> servers_;
   std::string prefix_ = support::unique_name("contract") + ":";
+
+  std::string master_name() const {
+    const std::string path = endpoint_.substr(endpoint_.find('/', endpoint_.find("://") + 3) + 1);
+    return path.substr(0, path.find('?'));
+  }
 
   std::string key_of(const std::string& name) const {
     return dlock::redis::provider({.servers = {{"127.0.0.1", 6379}}, .key_prefix = prefix_})

@@ -49,6 +49,28 @@ struct tls_options {
   tls_verify verify = tls_verify::full;
 };
 
+/// Redis Sentinel: the provider finds the master that the sentinels monitor under
+/// `master_name`, checks it with ROLE, and follows it through failovers (docs/redis.md,
+/// "Sentinel"). Set `master_name` and `sentinels` and leave options::servers empty.
+struct sentinel_options {
+  /// The name the sentinels monitor the master under (`sentinel monitor <name> ...`); empty:
+  /// no Sentinel.
+  std::string master_name;
+  /// The sentinels to ask, in order (port 26379 by default in URLs). At least one.
+  std::vector<server> sentinels;
+  /// ACL user and password of the sentinels (`requirepass` / `user` in sentinel.conf), which
+  /// may differ from the data nodes' (options::user, options::password). Never in a message.
+  std::string user;
+  std::optional<std::string> password;
+  /// Each grant waits until this many replicas acknowledged it (Redis's WAIT) before the
+  /// acquire returns; fewer within `wait_timeout` is a connection_error and the grant is
+  /// given back. Zero: no waiting (a failover may lose a grant made just before it).
+  int wait_replicas = 0;
+  /// How long a grant waits for the replicas; zero means command_timeout / 2. Must be below
+  /// command_timeout (the WAIT holds the command connection while it waits).
+  std::chrono::nanoseconds wait_timeout{};
+};
+
 /// Options of a Redis provider; validated by the provider's constructor, which throws
 /// std::invalid_argument naming the field that is invalid.
 ///
@@ -63,6 +85,8 @@ struct options {
   std::vector<server> servers;
   /// TLS to every server; off by default.
   tls_options tls;
+  /// The master of a Sentinel deployment, in place of `servers`; off by default.
+  sentinel_options sentinel;
   /// ACL user (empty: the default user) and password, used on every server. The password
   /// never appears in a message.
   std::string user;
