@@ -98,6 +98,8 @@ endforeach()
 # never wait for these servers.
 if(DLOCK_TEST_SERVER_REDIS)
   dlock_add_test_server_fixture(redis_tls redis-tls)
+  # A Redis Cluster of three masters: fixture redis_cluster_server, label redis_cluster.
+  dlock_add_test_server_fixture(redis_cluster redis-cluster)
 endif()
 
 if(DLOCK_TEST_SERVER_MARIADB)

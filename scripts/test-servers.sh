@@ -17,7 +17,7 @@ readonly port_low=15000
 readonly port_span=17000
 readonly port_attempts=3
 readonly postgres_bin=${DLOCK_POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
-readonly all_groups=(redis redis-tls postgres zookeeper mariadb etcd)
+readonly all_groups=(redis redis-tls redis-cluster postgres zookeeper mariadb etcd)
 
 usage() {
   cat <<'EOF'
@@ -36,10 +36,11 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
                                                          name / Postgres application_name /
                                                          MariaDB user)
 
-  GROUPs: redis postgres zookeeper redis-tls mariadb etcd
+  GROUPs: redis postgres zookeeper redis-tls redis-cluster mariadb etcd
   IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3 mariadb etcd etcd1 etcd2 etcd3
        redis-tls redis-mtls redis-expired redis-unix (group redis-tls: TLS servers with certificates
        from a test CA in <state directory>/tls, which PostgreSQL also serves TLS with, and a Unix socket)
+       rcluster1 rcluster2 rcluster3 (group redis-cluster: a Redis Cluster of three masters)
   The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
   else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
 
@@ -85,6 +86,7 @@ group_members() {
   case "$1" in
     redis) echo redis redlock1 redlock2 redlock3 ;;
     redis-tls) echo redis-tls redis-mtls redis-expired redis-unix ;;
+    redis-cluster) echo rcluster1 rcluster2 rcluster3 ;;
     postgres) echo postgres ;;
     zookeeper) echo zookeeper zk1 zk2 zk3 ;;
     mariadb) echo mariadb ;;
@@ -98,6 +100,7 @@ group_of() {
   case "$1" in
     redis | redlock[123]) echo redis ;;
     redis-tls | redis-mtls | redis-expired | redis-unix) echo redis-tls ;;
+    rcluster[123]) echo redis-cluster ;;
     postgres) echo postgres ;;
     zookeeper | zk[123]) echo zookeeper ;;
     mariadb) echo mariadb ;;
@@ -154,7 +157,7 @@ process_is_server() {
   { cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline"); } 2>/dev/null || return 1
   port=$(server_port "$id") || return 1
   case "$(group_of "$id")" in
-    redis | redis-tls) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
+    redis | redis-tls | redis-cluster) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
     postgres) [[ $cmdline == *postgres*"$(server_dir "$id")/data"* ]] ;;
     zookeeper) [[ $cmdline == *QuorumPeerMain*"$(server_dir "$id")/zoo.cfg"* ]] ;;
     mariadb) [[ $cmdline == *mariadbd*"$(server_dir "$id")/data"* ]] ;;
@@ -283,7 +286,7 @@ server_answers() {
   local mode
   case "$(group_of "$1")" in
     etcd) etcd_answers "$1" ;;
-    redis | redis-tls) redis_answers "$1" ;;
+    redis | redis-tls | redis-cluster) redis_answers "$1" ;;
     postgres) postgres_answers "$1" ;;
     mariadb) mariadb_answers "$1" ;;
     zookeeper)
@@ -391,7 +394,37 @@ redis_listener_arguments() {
         "--tls-key-file $tls/$cert.key --tls-ca-cert-file $tls/ca.crt --tls-auth-clients $auth"
       ;;
     redis-unix) echo "--unixsocket $(redis_socket_path) --unixsocketperm 700" ;;
+    # The cluster bus on a port of its own (not port + 10000, which may be taken), and a short
+    # node timeout so that a failover in a test comes quickly.
+    rcluster[123])
+      echo "--cluster-enabled yes --cluster-config-file $(server_dir "$id")/nodes.conf" \
+        "--cluster-port $(cat "$(server_dir "$id")/bus_port") --cluster-node-timeout 2000"
+      ;;
   esac
+}
+
+# Joins the redis-cluster group's masters into one cluster (the slots split in three) and waits
+# until every member says cluster_state:ok.
+create_redis_cluster() {
+  local id nodes=() deadline=$((SECONDS + ready_deadline_seconds))
+  for id in $(group_members redis-cluster); do
+    nodes+=("127.0.0.1:$(server_port "$id")")
+  done
+  if ! timeout "$ready_deadline_seconds" redis-cli --cluster create "${nodes[@]}" --cluster-yes \
+    >>"$(server_dir rcluster1)/create.log" 2>&1; then
+    say "redis-cluster: redis-cli --cluster create failed:"
+    tail -n 20 "$(server_dir rcluster1)/create.log" >&2
+    return 1
+  fi
+  for id in $(group_members redis-cluster); do
+    until timeout 2 redis-cli -p "$(server_port "$id")" CLUSTER INFO 2>/dev/null | grep -q '^cluster_state:ok'; do
+      if ((SECONDS >= deadline)); then
+        say "redis-cluster: $id did not reach cluster_state:ok within ${ready_deadline_seconds}s"
+        return 1
+      fi
+      sleep 0.1
+    done
+  done
 }
 
 # A Unix socket path is limited to 107 bytes; a deep state directory gets a short one under
@@ -536,7 +569,7 @@ launch_server() {
   stat -c %s "$(server_log "$1")" >"$(server_dir "$1")/log_offset" 2>/dev/null ||
     echo 0 >"$(server_dir "$1")/log_offset"
   case "$(group_of "$1")" in
-    redis | redis-tls) launch_redis "$1" ;;
+    redis | redis-tls | redis-cluster) launch_redis "$1" ;;
     postgres) launch_postgres ;;
     zookeeper) launch_zookeeper "$1" ;;
     mariadb) launch_mariadb ;;
@@ -563,6 +596,10 @@ assign_ports() {
     if [[ $id == redis-tls || $id == redis-mtls || $id == redis-expired ]]; then
       pick_free_port
       echo "$free_port" >"$dir/tls_port"
+    fi
+    if [[ $id == rcluster[123] ]]; then
+      pick_free_port
+      echo "$free_port" >"$dir/bus_port"
     fi
     if is_ensemble_member "$id"; then
       pick_free_port
@@ -792,6 +829,11 @@ write_group_env() {
       echo "export DLOCK_TEST_REDIS_UNIX=redis+unix://$(redis_socket_path)"
       echo "export DLOCK_TEST_REDIS_UNIX_PLAIN=redis://127.0.0.1:$(server_port redis-unix)"
       ;;
+    redis-cluster)
+      ports=("$(server_port rcluster1)" "$(server_port rcluster2)" "$(server_port rcluster3)")
+      printf 'export DLOCK_TEST_REDIS_CLUSTER=redis+cluster://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      printf 'export DLOCK_TEST_REDIS_CLUSTER_PLAIN=redis://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      ;;
     postgres)
       printf 'export DLOCK_TEST_POSTGRES=postgres://dlock:dlock@127.0.0.1:%s/dlock_test\n' \
         "$(server_port postgres)"
@@ -923,6 +965,9 @@ start_group_fresh() {
     if ((status == 0)); then
       wait_until_all_answer "${ids[@]}" || status=$?
     fi
+    if ((status == 0)) && [[ $group == redis-cluster ]]; then
+      create_redis_cluster || status=1
+    fi
     if ((status == 0)); then
       return 0
     fi
@@ -950,7 +995,7 @@ start_group() {
 
 check_group_prerequisites() {
   case "$1" in
-    redis | redis-tls)
+    redis | redis-tls | redis-cluster)
       if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
         die "redis-server or redis-cli not found: apt-get install redis-server redis-tools (or scripts/setup-debian.sh --servers)"
       fi
@@ -1216,7 +1261,7 @@ command_kill_connections() {
   require_running "$id" >/dev/null
   port=$(server_port "$id")
   case "$(group_of "$id")" in
-    redis | redis-tls)
+    redis | redis-tls | redis-cluster)
       # CLIENT LIST runs on its own connection, which is closed before the kills.
       ids=$("${in_netns[@]}" timeout 5 redis-cli -h 127.0.0.1 -p "$port" CLIENT LIST |
         sed -n 's/^id=\([0-9]*\) .* name=\([^ ]*\) .*/\1 \2/p' | ids_with_name_matching "$glob")

@@ -51,7 +51,9 @@ class redis_backend final : public dlock::backend,
   /// Overdue: held leases the watchdog has not had confirmed in time (health.hpp).
   provider_health health() const override;
   /// On one server, a blocking acquire makes its first attempt on the caller's thread.
-  bool acquires_inline() const noexcept override { return nodes_->size() == 1; }
+  bool acquires_inline() const noexcept override {
+    return nodes_->size() == 1 && !nodes_->routed_by_slot();
+  }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;

@@ -92,7 +92,8 @@ void take_duration(provider_url& url, std::string_view key, std::chrono::nanosec
 std::shared_ptr<dlock::provider> make_from_url(provider_url url) {
   options opts;
   take_servers(url, opts);
-  opts.tls.enabled = url.scheme == "rediss";
+  opts.tls.enabled = url.scheme == "rediss" || url.scheme == "rediss+cluster";
+  opts.cluster = url.scheme.ends_with("+cluster");
   take_tls_options(url, opts.tls);
   opts.user = url.user;
   opts.password = url.password;
@@ -115,6 +116,8 @@ void register_scheme() {
   dlock::register_scheme("redis", &make_from_url);
   dlock::register_scheme("rediss", &make_from_url);
   dlock::register_scheme("redis+unix", &make_from_url);
+  dlock::register_scheme("redis+cluster", &make_from_url);
+  dlock::register_scheme("rediss+cluster", &make_from_url);
 }
 
 }  // namespace dlock::redis

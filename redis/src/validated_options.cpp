@@ -33,6 +33,28 @@ void validate_tls(const tls_options& tls) {
   }
 }
 
+// A cluster serves database 0 only, announces its nodes by address, and routes by hash tag,
+// which plain keys (another client's key names) do not have.
+void validate_cluster(const options& opts) {
+  if (!opts.cluster) return;
+  for (const auto& s : opts.servers) {
+    if (!s.unix_socket.empty()) {
+      throw std::invalid_argument("dlock: redis options: cluster seed '" + s.unix_socket +
+                                  "' is a Unix socket; a cluster's nodes are reached over TCP");
+    }
+  }
+  if (opts.database != 0) {
+    throw std::invalid_argument(
+        "dlock: redis options: a cluster has only database 0, not database " +
+        std::to_string(opts.database));
+  }
+  if (opts.plain_keys) {
+    throw std::invalid_argument(
+        "dlock: redis options: plain_keys is not supported with a cluster (a plain key and its "
+        "fencing counter would not share a hash slot)");
+  }
+}
+
 }  // namespace
 
 options validated(options opts) {
@@ -58,6 +80,7 @@ options validated(options opts) {
     }
   }
   validate_tls(opts.tls);
+  validate_cluster(opts);
   if (opts.expiry < std::chrono::milliseconds(10)) {
     throw std::invalid_argument("dlock: redis options: expiry must be at least 10ms");
   }
