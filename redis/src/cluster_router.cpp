@@ -15,7 +15,9 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-/// Redirections one command may follow before it fails: a map that keeps changing under it.
+/// MOVED redirections one command may follow before it fails: a map that keeps changing under
+/// it. (ASK needs no bound of its own: the importing node runs the command, or answers TRYAGAIN,
+/// which is retried only for a command timeout, or MOVED.)
 constexpr int max_redirections = 8;
 
 std::string key_of(const std::vector<std::string>& arguments) {
@@ -133,9 +135,16 @@ void cluster_router::answered(node& asked, std::shared_ptr<routed> command,
     command->done(std::move(result));
     return;
   }
-  if (busy_migrating(result) &&
-      clock::now() - command->started < asked.settings().command_timeout) {
-    retry_later(std::move(command));
+  if (busy_migrating(result)) {
+    // A script whose keys are split, or not all there yet, while its slot migrates: the
+    // migration ends soon, or this gives up after a command timeout with the server's words.
+    if (clock::now() - command->started < asked.settings().command_timeout) {
+      retry_later(std::move(command));
+    } else {
+      result.failure = asked.endpoint() + ": " + result.value.text +
+                       " (its slot was migrating for a whole command timeout)";
+      command->done(std::move(result));
+    }
     return;
   }
   const auto to = parse_redirection(result.value);
@@ -143,10 +152,10 @@ void cluster_router::answered(node& asked, std::shared_ptr<routed> command,
     command->done(std::move(result));
     return;
   }
-  if (++command->redirections > max_redirections) {
+  if (!to->ask && ++command->redirections > max_redirections) {
     result.failure = asked.endpoint() + ": still redirected after " +
-                     std::to_string(max_redirections) + " redirections (" + result.value.text +
-                     ")";
+                     std::to_string(max_redirections) + " MOVED redirections (" +
+                     result.value.text + ")";
     command->done(std::move(result));
     return;
   }
