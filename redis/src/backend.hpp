@@ -8,6 +8,8 @@
 //   keys, scripts    where a name lives, and the Lua that makes each step atomic (eval: how
 //                    a script is sent); acquire_answer reads the acquire script's reply
 //   node             one server: command and subscriber connections, blocking pool
+//   cluster_router   a Redis Cluster as one server: each command to its slot's master
+//                    (cluster_slots: hash slots, the slot map, MOVED and ASK read)
 //   connection, sync_connections, log_in, reply   RESP over a transport (hiredis formats and
 //                    parses); transport: TCP, TLS (tls_client), Unix sockets
 //
