@@ -40,7 +40,7 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
   IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3 mariadb etcd etcd1 etcd2 etcd3
        redis-tls redis-mtls redis-expired redis-unix (group redis-tls: TLS servers with certificates
        from a test CA in <state directory>/tls, which PostgreSQL also serves TLS with, and a Unix socket)
-       rcluster1 rcluster2 rcluster3 (group redis-cluster: a Redis Cluster of three masters)
+       rcluster1..rcluster6 (group redis-cluster: a Redis Cluster, masters 1-3, their replicas 4-6)
   The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
   else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
 
@@ -86,7 +86,7 @@ group_members() {
   case "$1" in
     redis) echo redis redlock1 redlock2 redlock3 ;;
     redis-tls) echo redis-tls redis-mtls redis-expired redis-unix ;;
-    redis-cluster) echo rcluster1 rcluster2 rcluster3 ;;
+    redis-cluster) echo rcluster1 rcluster2 rcluster3 rcluster4 rcluster5 rcluster6 ;;
     postgres) echo postgres ;;
     zookeeper) echo zookeeper zk1 zk2 zk3 ;;
     mariadb) echo mariadb ;;
@@ -100,7 +100,7 @@ group_of() {
   case "$1" in
     redis | redlock[123]) echo redis ;;
     redis-tls | redis-mtls | redis-expired | redis-unix) echo redis-tls ;;
-    rcluster[123]) echo redis-cluster ;;
+    rcluster[1-6]) echo redis-cluster ;;
     postgres) echo postgres ;;
     zookeeper | zk[123]) echo zookeeper ;;
     mariadb) echo mariadb ;;
@@ -396,34 +396,47 @@ redis_listener_arguments() {
     redis-unix) echo "--unixsocket $(redis_socket_path) --unixsocketperm 700" ;;
     # The cluster bus on a port of its own (not port + 10000, which may be taken), and a short
     # node timeout so that a failover in a test comes quickly.
-    rcluster[123])
+    rcluster[1-6])
       echo "--cluster-enabled yes --cluster-config-file $(server_dir "$id")/nodes.conf" \
         "--cluster-port $(cat "$(server_dir "$id")/bus_port") --cluster-node-timeout 2000"
       ;;
   esac
 }
 
-# Joins the redis-cluster group's masters into one cluster (the slots split in three) and waits
-# until every member says cluster_state:ok.
+# Joins the redis-cluster group into one cluster: rcluster1-3 masters (the slots split in three),
+# rcluster4-6 one replica each (redis-cli makes masters of the first three it is given). Waits
+# until every member says cluster_state:ok and every replica is in sync with its master, so that
+# a failover can start at once.
 create_redis_cluster() {
   local id nodes=() deadline=$((SECONDS + ready_deadline_seconds))
   for id in $(group_members redis-cluster); do
     nodes+=("127.0.0.1:$(server_port "$id")")
   done
-  if ! timeout "$ready_deadline_seconds" redis-cli --cluster create "${nodes[@]}" --cluster-yes \
+  if ! timeout "$ready_deadline_seconds" redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes \
     >>"$(server_dir rcluster1)/create.log" 2>&1; then
     say "redis-cluster: redis-cli --cluster create failed:"
     tail -n 20 "$(server_dir rcluster1)/create.log" >&2
     return 1
   fi
   for id in $(group_members redis-cluster); do
-    until timeout 2 redis-cli -p "$(server_port "$id")" CLUSTER INFO 2>/dev/null | grep -q '^cluster_state:ok'; do
-      if ((SECONDS >= deadline)); then
-        say "redis-cluster: $id did not reach cluster_state:ok within ${ready_deadline_seconds}s"
-        return 1
-      fi
-      sleep 0.1
-    done
+    redis_cluster_member_reaches "$id" "$deadline" 'cluster_state:ok' CLUSTER INFO || return 1
+  done
+  for id in rcluster4 rcluster5 rcluster6; do
+    redis_cluster_member_reaches "$id" "$deadline" 'master_link_status:up' INFO replication || return 1
+  done
+}
+
+# Waits until the reply of redis-cli `command...` on member `id` has the line `line`, until
+# `deadline` (in $SECONDS).
+redis_cluster_member_reaches() {
+  local id=$1 deadline=$2 line=$3
+  shift 3
+  until timeout 2 redis-cli -p "$(server_port "$id")" "$@" 2>/dev/null | grep -q "^$line"; do
+    if ((SECONDS >= deadline)); then
+      say "redis-cluster: $id did not say $line within ${ready_deadline_seconds}s"
+      return 1
+    fi
+    sleep 0.1
   done
 }
 
@@ -597,7 +610,7 @@ assign_ports() {
       pick_free_port
       echo "$free_port" >"$dir/tls_port"
     fi
-    if [[ $id == rcluster[123] ]]; then
+    if [[ $id == rcluster[1-6] ]]; then
       pick_free_port
       echo "$free_port" >"$dir/bus_port"
     fi
@@ -833,6 +846,8 @@ write_group_env() {
       ports=("$(server_port rcluster1)" "$(server_port rcluster2)" "$(server_port rcluster3)")
       printf 'export DLOCK_TEST_REDIS_CLUSTER=redis+cluster://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
       printf 'export DLOCK_TEST_REDIS_CLUSTER_PLAIN=redis://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      ports=("$(server_port rcluster4)" "$(server_port rcluster5)" "$(server_port rcluster6)")
+      printf 'export DLOCK_TEST_REDIS_CLUSTER_REPLICAS=redis://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
       ;;
     postgres)
       printf 'export DLOCK_TEST_POSTGRES=postgres://dlock:dlock@127.0.0.1:%s/dlock_test\n' \

@@ -5,93 +5,13 @@
 #include <catch2/catch.hpp>
 
 #include <future>
-#include <map>
 
 #include <dlock/dlock.hpp>
-#include <dlock/redis/provider.hpp>
 
 #include "cluster_slots.hpp"
-#include "../servers/redis_client.hpp"
-#include "support.hpp"
-#include "test_servers.hpp"
+#include "redis_cluster_support.hpp"
 
-using namespace std::chrono_literals;
-using support::redis_connection;
-
-namespace {
-
-const std::string& prefix() {
-  static const std::string value = support::unique_name("redis-cluster-test") + ":";
-  return value;
-}
-
-std::string url(const std::string& options) {
-  return support::require_test_server_endpoint("DLOCK_TEST_REDIS_CLUSTER") + "?prefix=" +
-         prefix() + "&" + options;
-}
-
-std::vector<support::host_port> masters() {
-  return support::endpoint_hosts(
-      support::require_test_server_endpoint("DLOCK_TEST_REDIS_CLUSTER_PLAIN"));
-}
-
-std::string lock_key(const std::string& name) {
-  return dlock::redis::provider({.servers = {{"127.0.0.1", 6379}}, .key_prefix = prefix()})
-      .lock_key(name);
-}
-
-std::string ask(const support::host_port& at, const std::vector<std::string>& command) {
-  redis_connection redis(at);
-  auto answer = redis.command(command);
-  if (!answer) throw std::runtime_error("redis " + command.at(0) + " failed: " + redis.error());
-  return *answer;
-}
-
-/// Which master serves `key`'s slot: the one that does not redirect a read of it.
-std::size_t owner_of(const std::string& key) {
-  const auto all = masters();
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    if (!ask(all[i], {"EXISTS", key}).starts_with("MOVED")) return i;
-  }
-  throw std::runtime_error("no master serves " + key);
-}
-
-/// One fresh name per master, in the masters' order.
-std::vector<std::string> a_name_on_each_master() {
-  std::map<std::size_t, std::string> found;
-  for (int i = 0; found.size() < masters().size(); ++i) {
-    const std::string name = "spread-" + std::to_string(i);
-    found.try_emplace(owner_of(lock_key(name)), name);
-  }
-  std::vector<std::string> names;
-  for (auto& [master, name] : found) names.push_back(name);
-  return names;
-}
-
-/// `key`'s time to live in ms on `at`; with `asking`, read as the importing node of a
-/// migrating slot serves it (after ASKING).
-long long pttl(const support::host_port& at, const std::string& key, bool asking = false) {
-  redis_connection redis(at);
-  if (asking && redis.command({"ASKING"}) != "OK") throw std::runtime_error("ASKING failed");
-  const auto left = redis.command({"PTTL", key});
-  if (!left) throw std::runtime_error("PTTL failed: " + redis.error());
-  return std::stoll(*left);
-}
-
-/// Waits until `key` on `at` has been extended: its time to live, once it fell below
-/// `threshold`, rose above it again (only an extension raises it).
-bool extended(const support::host_port& at, const std::string& key,
-              std::chrono::milliseconds threshold, bool asking = false) {
-  return support::wait_until(
-             [&] {
-               const long long left = pttl(at, key, asking);
-               return left > 0 && left < threshold.count();
-             },
-             5s) &&
-         support::wait_until([&] { return pttl(at, key, asking) > threshold.count(); }, 5s);
-}
-
-}  // namespace
+using namespace redis_cluster_test;
 
 TEST_CASE("names on every master are held at once and the watchdog extends each there",
           "[redis][cluster]") {
