@@ -42,6 +42,18 @@ void fail_over(const support::host_port& replica, const support::host_port& mast
     switched = support::wait_until([&] { return is_master(replica) && !is_master(master); }, 6s);
   }
   REQUIRE(switched);
+  // The old master follows the new one (after a TAKEOVER it may stay a master without slots),
+  // so that the shard has its replica again for the next failover.
+  const std::string new_id = ask(replica, {"CLUSTER", "MYID"});
+  REQUIRE(support::wait_until([&] {
+    const std::string info = ask(master, {"INFO", "replication"});
+    if (support::redis_info_field(info, "role") == "master") {
+      ask(master, {"CLUSTER", "REPLICATE", new_id});
+      return false;
+    }
+    return support::redis_info_field(info, "master_port") == std::to_string(replica.port) &&
+           support::redis_info_field(info, "master_link_status") == "up";
+  }, 15s));
 }
 
 }  // namespace
