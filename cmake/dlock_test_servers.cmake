@@ -102,6 +102,8 @@ if(DLOCK_TEST_SERVER_REDIS)
   # redis_failover_server, a second deployment that the failover tests fail over and kill.
   dlock_add_test_server_fixture(redis_sentinel redis-sentinel)
   dlock_add_test_server_fixture(redis_failover redis-failover)
+  # A Redis Cluster of three masters: fixture redis_cluster_server, label redis_cluster.
+  dlock_add_test_server_fixture(redis_cluster redis-cluster)
 endif()
 
 if(DLOCK_TEST_SERVER_MARIADB)

@@ -17,7 +17,7 @@ readonly port_low=15000
 readonly port_span=17000
 readonly port_attempts=3
 readonly postgres_bin=${DLOCK_POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
-readonly all_groups=(redis redis-tls redis-sentinel redis-failover postgres zookeeper mariadb etcd)
+readonly all_groups=(redis redis-tls redis-sentinel redis-failover redis-cluster postgres zookeeper mariadb etcd)
 
 usage() {
   cat <<'EOF'
@@ -36,7 +36,7 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
                                                          name / Postgres application_name /
                                                          MariaDB user)
 
-  GROUPs: redis postgres zookeeper redis-tls redis-sentinel redis-failover mariadb etcd
+  GROUPs: redis postgres zookeeper redis-tls redis-sentinel redis-failover redis-cluster mariadb etcd
   IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3 mariadb etcd etcd1 etcd2 etcd3
        redis-tls redis-mtls redis-expired redis-unix (group redis-tls: TLS servers with certificates
        from a test CA in <state directory>/tls, which PostgreSQL also serves TLS with, and a Unix socket)
@@ -44,6 +44,7 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
        redis-sentinel: a master, two replicas and three sentinels monitoring it as "mymaster";
        group redis-failover: the same with ids failover-master ... failover-sentinel3, for tests
        that fail the master over)
+       rcluster1..rcluster6 (group redis-cluster: a Redis Cluster, masters 1-3, their replicas 4-6)
   The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
   else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
 
@@ -92,6 +93,7 @@ group_members() {
     # Sentinel: the master, its two replicas, then the three sentinels (launched in this order).
     redis-sentinel) echo sentinel-master sentinel-replica1 sentinel-replica2 sentinel1 sentinel2 sentinel3 ;;
     redis-failover) echo failover-master failover-replica1 failover-replica2 failover-sentinel1 failover-sentinel2 failover-sentinel3 ;;
+    redis-cluster) echo rcluster1 rcluster2 rcluster3 rcluster4 rcluster5 rcluster6 ;;
     postgres) echo postgres ;;
     zookeeper) echo zookeeper zk1 zk2 zk3 ;;
     mariadb) echo mariadb ;;
@@ -107,6 +109,7 @@ group_of() {
     redis-tls | redis-mtls | redis-expired | redis-unix) echo redis-tls ;;
     sentinel-master | sentinel-replica[12] | sentinel[123]) echo redis-sentinel ;;
     failover-master | failover-replica[12] | failover-sentinel[123]) echo redis-failover ;;
+    rcluster[1-6]) echo redis-cluster ;;
     postgres) echo postgres ;;
     zookeeper | zk[123]) echo zookeeper ;;
     mariadb) echo mariadb ;;
@@ -163,7 +166,7 @@ process_is_server() {
   { cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline"); } 2>/dev/null || return 1
   port=$(server_port "$id") || return 1
   case "$(group_of "$id")" in
-    redis | redis-tls | redis-sentinel | redis-failover) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
+    redis | redis-tls | redis-sentinel | redis-failover | redis-cluster) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
     postgres) [[ $cmdline == *postgres*"$(server_dir "$id")/data"* ]] ;;
     zookeeper) [[ $cmdline == *QuorumPeerMain*"$(server_dir "$id")/zoo.cfg"* ]] ;;
     mariadb) [[ $cmdline == *mariadbd*"$(server_dir "$id")/data"* ]] ;;
@@ -292,7 +295,7 @@ server_answers() {
   local mode
   case "$(group_of "$1")" in
     etcd) etcd_answers "$1" ;;
-    redis | redis-tls | redis-sentinel | redis-failover) redis_answers "$1" ;;
+    redis | redis-tls | redis-sentinel | redis-failover | redis-cluster) redis_answers "$1" ;;
     postgres) postgres_answers "$1" ;;
     mariadb) mariadb_answers "$1" ;;
     zookeeper)
@@ -400,7 +403,50 @@ redis_listener_arguments() {
         "--tls-key-file $tls/$cert.key --tls-ca-cert-file $tls/ca.crt --tls-auth-clients $auth"
       ;;
     redis-unix) echo "--unixsocket $(redis_socket_path) --unixsocketperm 700" ;;
+    # The cluster bus on a port of its own (not port + 10000, which may be taken), and a short
+    # node timeout so that a failover in a test comes quickly.
+    rcluster[1-6])
+      echo "--cluster-enabled yes --cluster-config-file $(server_dir "$id")/nodes.conf" \
+        "--cluster-port $(cat "$(server_dir "$id")/bus_port") --cluster-node-timeout 2000"
+      ;;
   esac
+}
+
+# Joins the redis-cluster group into one cluster: rcluster1-3 masters (the slots split in three),
+# rcluster4-6 one replica each (redis-cli makes masters of the first three it is given). Waits
+# until every member says cluster_state:ok and every replica is in sync with its master, so that
+# a failover can start at once.
+create_redis_cluster() {
+  local id nodes=() deadline=$((SECONDS + ready_deadline_seconds))
+  for id in $(group_members redis-cluster); do
+    nodes+=("127.0.0.1:$(server_port "$id")")
+  done
+  if ! timeout "$ready_deadline_seconds" redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes \
+    >>"$(server_dir rcluster1)/create.log" 2>&1; then
+    say "redis-cluster: redis-cli --cluster create failed:"
+    tail -n 20 "$(server_dir rcluster1)/create.log" >&2
+    return 1
+  fi
+  for id in $(group_members redis-cluster); do
+    redis_cluster_member_reaches "$id" "$deadline" 'cluster_state:ok' CLUSTER INFO || return 1
+  done
+  for id in rcluster4 rcluster5 rcluster6; do
+    redis_cluster_member_reaches "$id" "$deadline" 'master_link_status:up' INFO replication || return 1
+  done
+}
+
+# Waits until the reply of redis-cli `command...` on member `id` has the line `line`, until
+# `deadline` (in $SECONDS).
+redis_cluster_member_reaches() {
+  local id=$1 deadline=$2 line=$3
+  shift 3
+  until timeout 2 redis-cli -p "$(server_port "$id")" "$@" 2>/dev/null | grep -q "^$line"; do
+    if ((SECONDS >= deadline)); then
+      say "redis-cluster: $id did not say $line within ${ready_deadline_seconds}s"
+      return 1
+    fi
+    sleep 0.1
+  done
 }
 
 # A Unix socket path is limited to 107 bytes; a deep state directory gets a short one under
@@ -604,7 +650,7 @@ launch_server() {
   stat -c %s "$(server_log "$1")" >"$(server_dir "$1")/log_offset" 2>/dev/null ||
     echo 0 >"$(server_dir "$1")/log_offset"
   case "$(group_of "$1")" in
-    redis | redis-tls) launch_redis "$1" ;;
+    redis | redis-tls | redis-cluster) launch_redis "$1" ;;
     redis-sentinel | redis-failover) launch_sentinel_group_member "$1" ;;
     postgres) launch_postgres ;;
     zookeeper) launch_zookeeper "$1" ;;
@@ -632,6 +678,10 @@ assign_ports() {
     if [[ $id == redis-tls || $id == redis-mtls || $id == redis-expired ]]; then
       pick_free_port
       echo "$free_port" >"$dir/tls_port"
+    fi
+    if [[ $id == rcluster[1-6] ]]; then
+      pick_free_port
+      echo "$free_port" >"$dir/bus_port"
     fi
     if is_ensemble_member "$id"; then
       pick_free_port
@@ -877,6 +927,13 @@ write_group_env() {
       echo "export DLOCK_TEST_REDIS_${upper}=redis+sentinel://${hosts[*]}/mymaster"
       echo "export DLOCK_TEST_REDIS_${upper}_NODES=redis://${nodes[*]}"
       ;;
+    redis-cluster)
+      ports=("$(server_port rcluster1)" "$(server_port rcluster2)" "$(server_port rcluster3)")
+      printf 'export DLOCK_TEST_REDIS_CLUSTER=redis+cluster://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      printf 'export DLOCK_TEST_REDIS_CLUSTER_PLAIN=redis://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      ports=("$(server_port rcluster4)" "$(server_port rcluster5)" "$(server_port rcluster6)")
+      printf 'export DLOCK_TEST_REDIS_CLUSTER_REPLICAS=redis://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      ;;
     postgres)
       printf 'export DLOCK_TEST_POSTGRES=postgres://dlock:dlock@127.0.0.1:%s/dlock_test\n' \
         "$(server_port postgres)"
@@ -1011,6 +1068,9 @@ start_group_fresh() {
     if ((status == 0)) && [[ $group == redis-sentinel || $group == redis-failover ]]; then
       wait_until_sentinel_group_formed "$group" || status=1
     fi
+    if ((status == 0)) && [[ $group == redis-cluster ]]; then
+      create_redis_cluster || status=1
+    fi
     if ((status == 0)); then
       return 0
     fi
@@ -1038,7 +1098,7 @@ start_group() {
 
 check_group_prerequisites() {
   case "$1" in
-    redis | redis-tls | redis-sentinel | redis-failover)
+    redis | redis-tls | redis-sentinel | redis-failover | redis-cluster)
       if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
         die "redis-server or redis-cli not found: apt-get install redis-server redis-tools (or scripts/setup-debian.sh --servers)"
       fi
@@ -1304,7 +1364,7 @@ command_kill_connections() {
   require_running "$id" >/dev/null
   port=$(server_port "$id")
   case "$(group_of "$id")" in
-    redis | redis-tls)
+    redis | redis-tls | redis-cluster)
       # CLIENT LIST runs on its own connection, which is closed before the kills.
       ids=$("${in_netns[@]}" timeout 5 redis-cli -h 127.0.0.1 -p "$port" CLIENT LIST |
         sed -n 's/^id=\([0-9]*\) .* name=\([^ ]*\) .*/\1 \2/p' | ids_with_name_matching "$glob")

@@ -286,7 +286,7 @@ class redis_acquire final : public acquire_operation,
       // The next try runs when the subscription is confirmed.
       listening_ = true;
       for (std::size_t i = 0; i < nodes_.size(); ++i) {
-        nodes_.at(i).listen(keys_.channel, shared_from_this());
+        nodes_.listen(i, keys_.channel, shared_from_this());
       }
     }
     // A waiting writer refreshes its place in the queue before it would expire.
@@ -328,7 +328,7 @@ class redis_acquire final : public acquire_operation,
     if (!listening_) return latest;
     std::vector<clock::time_point> heard;
     for (std::size_t i = 0; i < nodes_.size(); ++i) {
-      heard.push_back(nodes_.at(i).subscriber_heard_at());
+      heard.push_back(nodes_.subscriber_heard_at(i, keys_.channel));
     }
     const std::size_t need = nodes_.quorum(keys_.kind);
     std::nth_element(heard.begin(), heard.begin() + static_cast<std::ptrdiff_t>(need - 1),
@@ -366,10 +366,10 @@ class redis_acquire final : public acquire_operation,
     give_up_timer_.cancel();
     // On every node, whatever listening_ says: after one RedLock node's subscription was lost
     // (listening_ reset), the others still hold this operation (a no-op where it is absent).
-    for (std::size_t i = 0; i < nodes_.size(); ++i) nodes_.at(i).unlisten(keys_.channel, this);
+    for (std::size_t i = 0; i < nodes_.size(); ++i) nodes_.unlisten(i, keys_.channel, this);
     if (queued_writer_ && !granted) {
       // Leave the writers' queue, so readers held back by it may go on.
-      nodes_.eval_everywhere(release_script(), keys_, {token_, "withdraw", keys_.channel},
+      nodes_.eval_everywhere(release_script(), keys_, {token_, "withdraw", keys_.channel, keys_.publish},
                              {nodes_.size(), confirmed}, [](std::vector<command_result>) {});
     }
     auto done = std::move(done_);

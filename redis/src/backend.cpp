@@ -37,7 +37,7 @@ bool counted_slots(const command_result& r) {
 
 redis_backend::redis_backend(options opts)
     : options_(validated(std::move(opts))),
-      keys_(options_.key_prefix, options_.plain_keys),
+      keys_(options_.key_prefix, options_.plain_keys, options_.cluster),
       network_(std::make_unique<io_thread>()),
       nodes_(std::make_shared<node_set>(network_->executor(), options_)),
       watchdog_(*this) {
@@ -195,7 +195,8 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
     // One server: straight from the caller's thread, no hop to the network thread and back.
     const command_result result = nodes_->eval_here(
         release_script(), grant->keys,
-        {grant->token, std::string(script_argument(grant->keys.kind)), grant->keys.channel});
+        {grant->token, std::string(script_argument(grant->keys.kind)), grant->keys.channel,
+         grant->keys.publish});
     if (result.failure) {
       // It may reach the server late (a silent server): retry it from the network thread
       // until the grant would have expired, as a lost try's grant is given back.

@@ -8,6 +8,8 @@
 //   keys, scripts    where a name lives, and the Lua that makes each step atomic (eval: how
 //                    a script is sent); acquire_answer reads the acquire script's reply
 //   node             one server: command and subscriber connections, blocking pool
+//   cluster_router   a Redis Cluster as one server: each command to its slot's master
+//                    (cluster_slots: hash slots, the slot map, MOVED and ASK read)
 //   connection, sync_connections, log_in, reply   RESP over a transport (hiredis formats and
 //                    parses); transport: TCP, TLS (tls_client), Unix sockets
 //
@@ -53,7 +55,8 @@ class redis_backend final : public dlock::backend,
   /// Overdue: held leases the watchdog has not had confirmed in time (health.hpp).
   provider_health health() const override;
   /// On one server, a blocking acquire makes its first attempt on the caller's thread (not
-  /// with Sentinel: the network thread's connections are the ones that follow a failover).
+  /// with Sentinel: the network thread's connections are the ones that follow a failover; not
+  /// in a cluster: commands are routed by slot on the network thread).
   bool acquires_inline() const noexcept override { return on_callers_thread(); }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
@@ -93,7 +96,9 @@ class redis_backend final : public dlock::backend,
   std::unique_ptr<sentinel_follower> follower_;
   std::atomic<bool> following_{false};
 
-  bool on_callers_thread() const noexcept { return nodes_->size() == 1 && !nodes_->sentinel(); }
+  bool on_callers_thread() const noexcept {
+    return nodes_->size() == 1 && !nodes_->sentinel() && !nodes_->routed_by_slot();
+  }
   void follow_sentinel();
 };
 

@@ -24,19 +24,26 @@ void send_whole_script(std::vector<std::string>& command, const script& which) {
 
 }  // namespace
 
-void eval(node& target, const script& which, const key_set& keys,
-          const std::vector<std::string>& arguments, reply_handler done) {
+void eval_with(command_sender send, const script& which, const key_set& keys,
+               const std::vector<std::string>& arguments, reply_handler done) {
   auto command = evalsha_command(which, keys, arguments);
   auto retry = command;
-  target.command(std::move(command), [&target, &which, retry = std::move(retry),
-                                      done = std::move(done)](command_result result) mutable {
+  send(std::move(command), [send, &which, retry = std::move(retry),
+                            done = std::move(done)](command_result result) mutable {
     if (script_unknown(result)) {
       send_whole_script(retry, which);
-      target.command(std::move(retry), std::move(done));
+      send(std::move(retry), std::move(done));
       return;
     }
     done(std::move(result));
   });
+}
+
+void eval(node& target, const script& which, const key_set& keys,
+          const std::vector<std::string>& arguments, reply_handler done) {
+  eval_with([&target](std::vector<std::string> command,
+                      reply_handler answer) { target.command(std::move(command), std::move(answer)); },
+            which, keys, arguments, std::move(done));
 }
 
 command_result eval_here(node& target, const script& which, const key_set& keys,

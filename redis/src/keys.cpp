@@ -46,6 +46,13 @@ std::string key_scheme::lock_key(std::string_view name) const {
 }
 
 key_set key_scheme::keys_for(const acquire_request& request, const dlock::backend& owner) const {
+  key_set keys = keys_for_name(request, owner);
+  if (shard_channels_) keys.publish = "SPUBLISH";
+  return keys;
+}
+
+key_set key_scheme::keys_for_name(const acquire_request& request,
+                                  const dlock::backend& owner) const {
   if (plain_keys_ && request.kind != primitive::lock) {
     // Other clients' SET NX PX locks know no shared mode and no slots: such a lock of the
     // name would not exclude them, though the option promises it.

@@ -20,14 +20,16 @@ std::string_view script_argument(key_kind kind) noexcept;
 struct key_set {
   key_kind kind = key_kind::lock;
   std::vector<std::string> keys;  ///< KEYS of the scripts; keys[1] is the fencing counter
-  std::string channel;            ///< where a release PUBLISHes
+  std::string channel;            ///< where a release publishes
+  /// How: PUBLISH, or SPUBLISH in a cluster (the channel is a shard channel of the keys' slot).
+  std::string publish = "PUBLISH";
 };
 
 /// Maps names to keys under a prefix, with or without plain-key mode.
 class key_scheme {
  public:
-  key_scheme(std::string prefix, bool plain_keys)
-      : prefix_(std::move(prefix)), plain_keys_(plain_keys) {}
+  key_scheme(std::string prefix, bool plain_keys, bool shard_channels = false)
+      : prefix_(std::move(prefix)), plain_keys_(plain_keys), shard_channels_(shard_channels) {}
 
   /// The key that holds the exclusive lock `name`.
   std::string lock_key(std::string_view name) const;
@@ -39,8 +41,11 @@ class key_scheme {
   key_set keys_for(const acquire_request& request, const dlock::backend& owner) const;
 
  private:
+  key_set keys_for_name(const acquire_request& request, const dlock::backend& owner) const;
+
   std::string prefix_;
   bool plain_keys_;
+  bool shard_channels_;
 };
 
 }  // namespace dlock::redis::detail

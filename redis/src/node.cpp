@@ -14,7 +14,8 @@ using clock = std::chrono::steady_clock;
 
 }  // namespace
 
-node::node(boost::asio::any_io_executor executor, server_settings settings, heartbeat beat)
+node::node(boost::asio::any_io_executor executor, server_settings settings, heartbeat beat,
+           channel_kind channels)
     : executor_(executor),
       settings_(std::move(settings)),
       endpoint_(endpoint_text(settings_)),
@@ -24,6 +25,7 @@ node::node(boost::asio::any_io_executor executor, server_settings settings, hear
           [this](const reply& message) { subscription_reply(message); }),
       blocking_(settings_),
       heartbeat_(std::move(beat)),
+      channel_kind_(channels),
       heartbeat_timer_(executor) {}
 
 node::~node() = default;
@@ -34,7 +36,9 @@ void node::drop(const std::string& why) {
 }
 
 void node::send_subscription(const char* verb, const std::string& name) {
-  subscriber_.subscription_command({verb, name},
+  // The verbs are spelled the plain way here; a shard channel's are the same with an S.
+  std::string spelled = channel_kind_ == channel_kind::sharded ? std::string("S") + verb : verb;
+  subscriber_.subscription_command({std::move(spelled), name},
                                    [this, name](const std::string&) { subscription_failed(name); });
 }
 
@@ -71,9 +75,15 @@ void node::notify(std::vector<std::shared_ptr<channel_listener>> listeners, chan
 }
 
 void node::subscription_reply(const reply& message) {
+  if (message.is_error() && channel_kind_ == channel_kind::sharded) {
+    shard_channel_refused();
+    return;
+  }
   if (message.type != reply::kind::array || message.elements.size() < 2) return;
   heard_at_ = clock::now();
-  const std::string& verb = message.elements[0].text;
+  std::string verb = message.elements[0].text;
+  // A shard channel's confirmations and messages, read as the plain ones.
+  if (verb == "ssubscribe" || verb == "smessage" || verb == "sunsubscribe") verb.erase(0, 1);
   if (message.elements[1].text == heartbeat_.channel) {
     if (verb == "subscribe" && heartbeat_sent_) {
       heartbeat_sent_.reset();
@@ -94,6 +104,12 @@ void node::subscription_reply(const reply& message) {
     }
   } else if (verb == "message") {
     notify(c.listeners, channel_event::released);
+  } else if (verb == "unsubscribe" && c.state == subscription::subscribed) {
+    // Unasked: the channel's slot moved to another node. Its listeners listen again, where the
+    // slot map (which their next try refreshes) says it is now.
+    auto listeners = std::move(c.listeners);
+    channels_.erase(it);
+    notify(std::move(listeners), channel_event::lost);
   } else if (verb == "unsubscribe" && c.state == subscription::unsubscribing) {
     if (c.listeners.empty()) {
       channels_.erase(it);
@@ -121,6 +137,17 @@ void node::subscription_failed(const std::string& name) {
   pause->async_wait([pause, listeners = std::move(listeners)](const boost::system::error_code&) {
     for (const auto& listener : listeners) listener->on_channel_event(channel_event::lost);
   });
+}
+
+// An SSUBSCRIBE refused (MOVED: this node does not serve the channel's slot). The error names
+// no channel, so every channel still waiting for its confirmation is failed, as if it never
+// reached the server: its listeners try again, and listen where the slot map then says.
+void node::shard_channel_refused() {
+  std::vector<std::string> unconfirmed;
+  for (const auto& [name, c] : channels_) {
+    if (c.state == subscription::subscribing) unconfirmed.push_back(name);
+  }
+  for (const auto& name : unconfirmed) subscription_failed(name);
 }
 
 void node::start_heartbeat() {

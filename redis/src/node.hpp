@@ -32,6 +32,11 @@ class channel_listener {
   virtual void on_channel_event(channel_event event) = 0;
 };
 
+/// Release channels as Redis's plain pub/sub (SUBSCRIBE, PUBLISH: one server, or a message
+/// every node of a cluster relays), or as a cluster's shard channels (SSUBSCRIBE, SPUBLISH:
+/// only the master of the channel's slot).
+enum class channel_kind { plain, sharded };
+
 /// How the subscriber connection proves it is alive while it carries channels: every `every`
 /// it subscribes again to `channel` (a channel of its own that nobody publishes on; the server
 /// answers a repeated SUBSCRIBE with a confirmation, which reaches the subscriber's handler
@@ -51,7 +56,8 @@ struct heartbeat {
 /// once the server answers.
 class node {
  public:
-  node(boost::asio::any_io_executor executor, server_settings settings, heartbeat beat);
+  node(boost::asio::any_io_executor executor, server_settings settings, heartbeat beat,
+       channel_kind channels = channel_kind::plain);
   ~node();
 
   /// "host:port" (or the Unix socket's path), for messages.
@@ -97,6 +103,7 @@ class node {
   };
 
   void subscription_reply(const reply& message);
+  void shard_channel_refused();
   void subscriber_down();
   void subscription_failed(const std::string& channel);
   void send_subscription(const char* verb, const std::string& channel);
@@ -114,6 +121,7 @@ class node {
   sync_connections blocking_;
   std::atomic<bool> command_connection_opened_{false};
   heartbeat heartbeat_;
+  channel_kind channel_kind_;
   boost::asio::steady_timer heartbeat_timer_;
   bool heartbeat_running_ = false;
   /// When the unanswered heartbeat was sent.

@@ -132,6 +132,7 @@ std::shared_ptr<dlock::provider> make_from_url(provider_url url) {
     take_servers(url, opts);
   }
   opts.tls.enabled = url.scheme.starts_with("rediss");
+  opts.cluster = url.scheme.ends_with("+cluster");
   take_tls_options(url, opts.tls);
   opts.user = url.user;
   opts.password = url.password;
@@ -156,6 +157,8 @@ void register_scheme() {
   dlock::register_scheme("redis+unix", &make_from_url);
   dlock::register_scheme("redis+sentinel", &make_from_url);
   dlock::register_scheme("rediss+sentinel", &make_from_url);
+  dlock::register_scheme("redis+cluster", &make_from_url);
+  dlock::register_scheme("rediss+cluster", &make_from_url);
 }
 
 }  // namespace dlock::redis

@@ -1,6 +1,7 @@
 #include "redlock.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -70,36 +71,76 @@ node_set::node_set(boost::asio::any_io_executor executor, const options& opts)
   // One TLS context for every connection to every node: the files are read once.
   const auto tls = opts.tls.enabled ? std::make_shared<tls_client>(opts.tls) : nullptr;
   if (!opts.sentinel.master_name.empty()) sentinel_ = std::make_shared<sentinel_master>(opts, tls);
+  std::vector<server_settings> servers;
   for (const auto& s : opts.servers) {
-    nodes_.push_back(std::make_unique<node>(
-        executor_, server_settings{.host = s.host,
-                                   .port = s.port,
-                                   .unix_socket = s.unix_socket,
-                                   .tls = tls,
-                                   .user = opts.user,
-                                   .password = opts.password,
-                                   .database = opts.database,
-                                   .command_timeout = opts.command_timeout,
-                                   .client_name = opts.client_name,
-                                   .sentinel = sentinel_},
-        heartbeat{.channel = opts.key_prefix + "heartbeat", .every = opts.expiry / 3}));
+    servers.push_back(server_settings{.host = s.host,
+                                      .port = s.port,
+                                      .unix_socket = s.unix_socket,
+                                      .tls = tls,
+                                      .user = opts.user,
+                                      .password = opts.password,
+                                      .database = opts.database,
+                                      .command_timeout = opts.command_timeout,
+                                      .client_name = opts.client_name,
+                                      .sentinel = sentinel_});
+  }
+  const heartbeat beat{.channel = opts.key_prefix + "heartbeat", .every = opts.expiry / 3};
+  if (opts.cluster) {
+    cluster_ = std::make_unique<cluster_router>(executor_, std::move(servers), beat);
+    endpoint_ = cluster_->endpoint();
+    return;
+  }
+  for (auto& s : servers) {
+    nodes_.push_back(std::make_unique<node>(executor_, std::move(s), beat));
     if (!endpoint_.empty()) endpoint_ += ',';
     endpoint_ += nodes_.back()->endpoint();
   }
 }
 
+void node_set::eval_on(std::size_t i, const script& which, const key_set& keys,
+                       const std::vector<std::string>& arguments, reply_handler done) {
+  if (cluster_) {
+    cluster_->eval(which, keys, arguments, std::move(done));
+  } else {
+    eval(*nodes_[i], which, keys, arguments, std::move(done));
+  }
+}
+
+void node_set::listen(std::size_t i, const std::string& channel,
+                      const std::shared_ptr<channel_listener>& listener) {
+  (cluster_ ? cluster_->node_for(channel) : *nodes_[i]).listen(channel, listener);
+}
+
+void node_set::unlisten(std::size_t i, const std::string& channel,
+                        const channel_listener* listener) {
+  if (!cluster_) {
+    nodes_[i]->unlisten(channel, listener);
+    return;
+  }
+  // Wherever it listens: the slot may have moved since it listened.
+  cluster_->for_each_node([&](node& n) { n.unlisten(channel, listener); });
+}
+
+clock::time_point node_set::subscriber_heard_at(std::size_t i, const std::string& channel) {
+  return (cluster_ ? cluster_->node_for(channel) : *nodes_[i]).subscriber_heard_at();
+}
+
 void node_set::eval_everywhere(const script& which, const key_set& keys,
                                const std::vector<std::string>& arguments, quorum_rule rule,
                                fan_out_handler done) {
-  auto all = std::make_shared<fan_out>(nodes_.size(), rule, std::move(done));
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    eval(*nodes_[i], which, keys, arguments, fan_out::slot(all, i));
+  auto all = std::make_shared<fan_out>(size(), rule, std::move(done));
+  for (std::size_t i = 0; i < size(); ++i) {
+    eval_on(i, which, keys, arguments, fan_out::slot(all, i));
   }
 }
 
 void node_set::command_everywhere(const std::vector<std::string>& arguments, quorum_rule rule,
                                   fan_out_handler done) {
-  auto all = std::make_shared<fan_out>(nodes_.size(), rule, std::move(done));
+  auto all = std::make_shared<fan_out>(size(), rule, std::move(done));
+  if (cluster_) {
+    cluster_->command(arguments, fan_out::slot(all, 0));
+    return;
+  }
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     nodes_[i]->command(arguments, fan_out::slot(all, i));
   }
@@ -107,15 +148,16 @@ void node_set::command_everywhere(const std::vector<std::string>& arguments, quo
 
 command_result node_set::eval_here(const script& which, const key_set& keys,
                                    const std::vector<std::string>& arguments) {
+  if (cluster_) throw std::logic_error("dlock: redis: a cluster's commands run on its network thread");
   return detail::eval_here(*nodes_[0], which, keys, arguments);
 }
 
 void node_set::release(const key_set& keys, const std::string& token, fan_out_handler done) {
   const auto until = clock::now() + expiry_;
   std::shared_ptr<fan_out> all;
-  if (done) all = std::make_shared<fan_out>(nodes_.size(), quorum_rule{majority(), confirmed},
+  if (done) all = std::make_shared<fan_out>(size(), quorum_rule{majority(), confirmed},
                                             std::move(done));
-  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+  for (std::size_t i = 0; i < size(); ++i) {
     release_on(i, keys, token, until, all ? fan_out::slot(all, i) : reply_handler{});
   }
 }
@@ -127,8 +169,8 @@ void node_set::release(const key_set& keys, const std::string& token, fan_out_ha
 void node_set::release_on(std::size_t i, const key_set& keys, const std::string& token,
                           clock::time_point until, reply_handler first_answer) {
   std::weak_ptr<node_set> weak = shared_from_this();
-  eval(*nodes_[i], release_script(), keys,
-       {token, std::string(script_argument(keys.kind)), keys.channel},
+  eval_on(i, release_script(), keys,
+       {token, std::string(script_argument(keys.kind)), keys.channel, keys.publish},
        [weak, i, keys, token, until,
         first_answer = std::move(first_answer)](command_result result) mutable {
          const bool retry = result.failure.has_value();
@@ -156,7 +198,7 @@ std::string node_set::failures(const std::vector<command_result>& results) const
       continue;
     }
     if (!text.empty()) text += "; ";
-    text += (nodes_.size() > 1 ? nodes_[i]->endpoint() + ": " : std::string()) + why;
+    text += (size() > 1 ? nodes_[i]->endpoint() + ": " : std::string()) + why;
   }
   return text.empty() ? "no majority of the servers answered" : text;
 }

@@ -18,6 +18,7 @@
 #include <dlock/core/detail/unique_function.hpp>
 #include <dlock/redis/options.hpp>
 
+#include "cluster_router.hpp"
 #include "keys.hpp"
 #include "node.hpp"
 #include "reply.hpp"
@@ -57,7 +58,8 @@ inline constexpr const char* no_reply_yet = "no reply yet";
 /// An answer that is a reply and no error: a release or read that a node confirmed.
 bool confirmed(const command_result& result) noexcept;
 
-/// The nodes of one provider, in the order of options::servers.
+/// The nodes of one provider, in the order of options::servers; or a Redis Cluster, which
+/// votes as one node (each name lives on the master of its slot: cluster_router).
 ///
 /// Lifetime: held by the backend in a shared_ptr; a give-back still retrying holds it weakly
 /// and stops once it is gone.
@@ -68,14 +70,21 @@ class node_set : public std::enable_shared_from_this<node_set> {
 
   /// "host:port[,host:port...]", for messages.
   const std::string& endpoint() const noexcept { return endpoint_; }
-  std::size_t size() const noexcept { return nodes_.size(); }
-  node& at(std::size_t i) { return *nodes_[i]; }
-  std::size_t majority() const noexcept { return nodes_.size() / 2 + 1; }
+  std::size_t size() const noexcept { return cluster_ ? 1 : nodes_.size(); }
+  /// A Redis Cluster: every command goes by its key's slot, never from the caller's thread.
+  bool routed_by_slot() const noexcept { return cluster_ != nullptr; }
+  /// Where waiters of `channel` listen on node `i` (in a cluster: the channel's slot's master).
+  void listen(std::size_t i, const std::string& channel,
+              const std::shared_ptr<channel_listener>& listener);
+  void unlisten(std::size_t i, const std::string& channel, const channel_listener* listener);
+  std::chrono::steady_clock::time_point subscriber_heard_at(std::size_t i,
+                                                            const std::string& channel);
+  std::size_t majority() const noexcept { return size() / 2 + 1; }
   /// How many nodes must grant and keep confirming a grant of `kind`: a majority, but every
   /// node for a semaphore. Majorities of different holders overlap in one node only, so with
   /// slots counted per node they could admit more than max_count holders in all.
   std::size_t quorum(key_kind kind) const noexcept {
-    return kind == key_kind::semaphore ? nodes_.size() : majority();
+    return kind == key_kind::semaphore ? size() : majority();
   }
 
   /// Runs `which` on every node at once; `done` gets the results when `rule` settles it.
@@ -85,7 +94,7 @@ class node_set : public std::enable_shared_from_this<node_set> {
   /// Sends `arguments` to every node at once; `done` as for eval_everywhere.
   void command_everywhere(const std::vector<std::string>& arguments, quorum_rule rule,
                           fan_out_handler done);
-  /// Runs `which` on node 0 from the calling thread, blocking (any thread).
+  /// Runs `which` on node 0 from the calling thread, blocking (any thread). Not in a cluster.
   command_result eval_here(const script& which, const key_set& keys,
                            const std::vector<std::string>& arguments);
 
@@ -103,6 +112,8 @@ class node_set : public std::enable_shared_from_this<node_set> {
   std::string failures(const std::vector<command_result>& results) const;
 
  private:
+  void eval_on(std::size_t i, const script& which, const key_set& keys,
+               const std::vector<std::string>& arguments, reply_handler done);
   void release_on(std::size_t i, const key_set& keys, const std::string& token,
                   std::chrono::steady_clock::time_point until, reply_handler first_answer);
 
@@ -112,6 +123,7 @@ class node_set : public std::enable_shared_from_this<node_set> {
   std::string endpoint_;
   std::vector<std::unique_ptr<node>> nodes_;
   std::shared_ptr<sentinel_master> sentinel_;
+  std::unique_ptr<cluster_router> cluster_;
 };
 
 }  // namespace dlock::redis::detail

@@ -141,7 +141,7 @@ elseif kind == 'sem' then
 elseif kind == 'withdraw' then
   released = redis.call('ZREM', KEYS[4], token)
 end
-if released == 1 then redis.call('PUBLISH', ARGV[3], 'released') end
+if released == 1 then redis.call(ARGV[4] or 'PUBLISH', ARGV[3], 'released') end
 return released
 )lua";
 

@@ -26,8 +26,9 @@ struct script {
 /// semaphore is in use with another max_count.
 const script& acquire_script();
 
-/// ARGV: token, kind ("withdraw": a waiting writer leaves the queue), channel. Deletes the
-/// grant if it is still ours, then PUBLISHes on the channel. Returns 1 if it was ours.
+/// ARGV: token, kind ("withdraw": a waiting writer leaves the queue), channel, and optionally
+/// how to publish (key_set::publish; PUBLISH when absent). Deletes the grant if it is still
+/// ours, then publishes on the channel. Returns 1 if it was ours.
 const script& release_script();
 
 /// ARGV: token, kind, expiry ms. Extends the grant if it is still ours and unexpired; never

@@ -68,6 +68,33 @@ void validate_sentinel(options& opts) {
   opts.servers = {server{.host = s.master_name}};
 }
 
+// A cluster serves database 0 only, announces its nodes by address, and routes by hash tag,
+// which plain keys (another client's key names) do not have.
+void validate_cluster(const options& opts) {
+  if (!opts.cluster) return;
+  if (!opts.sentinel.master_name.empty()) {
+    throw std::invalid_argument(
+        "dlock: redis options: cluster and sentinel exclude each other (a cluster fails over by "
+        "itself)");
+  }
+  for (const auto& s : opts.servers) {
+    if (!s.unix_socket.empty()) {
+      throw std::invalid_argument("dlock: redis options: cluster seed '" + s.unix_socket +
+                                  "' is a Unix socket; a cluster's nodes are reached over TCP");
+    }
+  }
+  if (opts.database != 0) {
+    throw std::invalid_argument(
+        "dlock: redis options: a cluster has only database 0, not database " +
+        std::to_string(opts.database));
+  }
+  if (opts.plain_keys) {
+    throw std::invalid_argument(
+        "dlock: redis options: plain_keys is not supported with a cluster (a plain key and its "
+        "fencing counter would not share a hash slot)");
+  }
+}
+
 }  // namespace
 
 options validated(options opts) {
@@ -94,6 +121,7 @@ options validated(options opts) {
     }
   }
   validate_tls(opts.tls);
+  validate_cluster(opts);
   if (opts.expiry < std::chrono::milliseconds(10)) {
     throw std::invalid_argument("dlock: redis options: expiry must be at least 10ms");
   }

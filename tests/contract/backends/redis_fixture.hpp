@@ -1,6 +1,6 @@
 // The contract's Redis fixture, shared by the executables that run the suite over each way of
 // reaching Redis (redis.cpp: TCP and RedLock; redis_tls.cpp: TLS and a Unix socket;
-// redis_sentinel.cpp: the master of a Sentinel deployment).
+// redis_sentinel.cpp: the master of a Sentinel deployment; redis_cluster.cpp: a Redis Cluster).
 #pragma once
 
 #include <algorithm>
@@ -40,11 +40,13 @@ inline std::vector<std::string> elements(support::redis_connection& redis,
 
 /// The contract's fixture for every way of reaching Redis: `url` is how dlock reaches the
 /// servers (redis://, rediss:// with its options, redis+unix://), `probe_url` a plain redis://
-/// URL of the same servers, which the probes (break_lock, server_footprint) use.
+/// URL of the same servers, which the probes (break_lock, server_footprint) use. With
+/// `cluster`, the servers are a cluster's masters: a name's keys are on one of them, and its
+/// waiters on that one's shard channels.
 class redis_fixture final : public backend_fixture {
  public:
-  redis_fixture(std::string url, const std::string& probe_url)
-      : endpoint_(std::move(url)), servers_(support::endpoint_hosts(probe_url)) {}
+  redis_fixture(std::string url, const std::string& probe_url, bool cluster = false)
+      : endpoint_(std::move(url)), servers_(support::endpoint_hosts(probe_url)), cluster_(cluster) {}
 
   // The provider's scheme(), whichever way it reaches the servers.
   std::string label() const override { return "redis"; }
@@ -62,7 +64,7 @@ class redis_fixture final : public backend_fixture {
   // returned): it is broken once it is gone from a majority, which no extension can confirm.
   void break_lock(const std::string& name) override {
     const std::string base = key_of(name);
-    const std::size_t majority = servers_.size() / 2 + 1;
+    const std::size_t majority = cluster_ ? 1 : servers_.size() / 2 + 1;
     std::vector<bool> deleted(servers_.size(), false);
     const auto delete_where_present = [&] {
       std::size_t count = 0;
@@ -108,6 +110,12 @@ class redis_fixture final : public backend_fixture {
         const auto counted = redis_probes::elements(redis, {"PUBSUB", "NUMSUB", channel});
         footprint.push_back(at + "channel " + channel + " subscribers " + counted.at(1));
       }
+      if (!cluster_) continue;
+      for (const std::string& channel : redis_probes::elements(
+               redis, {"PUBSUB", "SHARDCHANNELS", redis_probes::glob_escaped(base) + "*"})) {
+        const auto counted = redis_probes::elements(redis, {"PUBSUB", "SHARDNUMSUB", channel});
+        footprint.push_back(at + "shard channel " + channel + " subscribers " + counted.at(1));
+      }
     }
     std::sort(footprint.begin(), footprint.end());
     return footprint;
@@ -134,6 +142,7 @@ class redis_fixture final : public backend_fixture {
  private:
   std::string endpoint_;
   std::vector<support::host_port> servers_;
+  bool cluster_;
   std::string prefix_ = support::unique_name("contract") + ":";
 
   std::string master_name() const {

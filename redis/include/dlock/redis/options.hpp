@@ -83,6 +83,11 @@ struct options {
   /// One server, or N >= 2 independent servers for RedLock (an odd N, 3 or 5, is the useful
   /// choice: a grant needs a majority). Required.
   std::vector<server> servers;
+  /// The servers are seed nodes of one Redis Cluster (a `redis+cluster://` URL), not RedLock's
+  /// independent servers: the slot map is asked of them, and each name lives on the master of
+  /// its hash slot (docs/redis.md, "Cluster"). Not with Unix sockets, a database other than 0,
+  /// or plain_keys.
+  bool cluster = false;
   /// TLS to every server; off by default.
   tls_options tls;
   /// The master of a Sentinel deployment, in place of `servers`; off by default.

@@ -51,6 +51,8 @@ class provider : public dlock::provider {
 /// - `rediss://...` the same over TLS, with the options tls_ca, tls_ca_dir, tls_cert, tls_key,
 ///   tls_server_name and tls_verify=full|ca|none (options::tls);
 /// - `redis+unix:///path/to/redis.sock[?database=N&options]`, a Unix socket;
+/// - `redis+cluster://[user:password@]host:port[,host:port...][?options]`, the seed nodes of a
+///   Redis Cluster (options::cluster), and `rediss+cluster://` the same over TLS;
 /// and for all of them expiry=30s, extend_every=10s, command_timeout=5s, release_timeout=5s,
 /// prefix=dlock:, plain_keys=false, client_name=dlock. Several hosts mean RedLock.
 void register_scheme();
