@@ -39,6 +39,7 @@ class file_backend final : public dlock::backend,
   std::string_view scheme() const noexcept override { return "file"; }
   std::string endpoint() const override { return directory_.string(); }
   bool acquires_inline() const noexcept override { return true; }
+  bool acquires_inline_locally() const noexcept override { return true; }
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
