@@ -94,9 +94,10 @@ struct acquire_result {
   std::optional<dlock::lock_handle> handle;
 };
 
-/// One attempt on this thread (`-n`): a backend that acquires inline (file, memory, Redis on
-/// one server) then needs no hop to its own thread, which on a busy machine may wait for a
-/// core longer than the attempt takes.
+/// One attempt on this thread (`-n` on a local backend, file or memory, whose attempt is a
+/// few system calls): no hop to the provider's thread, which on a busy machine may wait for a
+/// core longer than the attempt takes. A networked backend's attempt may take as long as a
+/// connection does, so it stays asynchronous there, where a signal can withdraw it.
 template <typename Lock>
 std::optional<dlock::lock_handle> try_once(Lock& lock, lock_kind kind) {
   if constexpr (std::is_same_v<Lock, dlock::distributed_reader_writer_lock>) {
@@ -160,7 +161,8 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   auto result = std::make_shared<acquire_result>();
   const std::chrono::nanoseconds timeout = args.wait.value_or(dlock::forever);
   auto limited = [&](auto lock) { return args.max_hold ? lock.with_max_hold(*args.max_hold) : lock; };
-  const bool one_attempt = timeout == std::chrono::nanoseconds::zero();
+  const bool local = provider->scheme() == "file" || provider->scheme() == "memory";
+  const bool one_attempt = local && timeout == std::chrono::nanoseconds::zero();
   auto acquire = [&](auto lock) {
     if (!one_attempt) {
       start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
@@ -186,7 +188,7 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
       break;
   }
 
-  // Wait for the grant; a signal meanwhile withdraws the request (or, after a single attempt,
+  // Wait for the grant; a signal meanwhile withdraws the request (or, after a local attempt,
   // gives back what it got).
   int interrupting_signal = 0;
   std::vector<pollfd> waiting = {{signal_fd, POLLIN, 0}, {acquired_event->get(), POLLIN, 0}};
