@@ -65,7 +65,6 @@ file_backend::~file_backend() {
   events_.reset();
 }
 
-
 void file_backend::start() {
   // Weak: a provider dropped at once must be shut down by its owner's thread, not this one.
   boost::asio::post(executor(), [weak = weak_from_this()] {
