@@ -37,6 +37,16 @@ std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations);
 /// a row each and the cost of a write over a lock.
 void print_reader_writer_rows(const std::string& url, int iterations);
 
+/// Uncontended acquire + release at `url` three ways, `iterations` times each, interleaved so
+/// that all see the same load: the blocking acquire(), async_acquire with a callback bound to
+/// an io_context the caller runs, and async_acquire with use_awaitable in a coroutine there. Prints a row each and the ratios of the async medians to the blocking one.
+void print_async_rows(const std::string& url, int iterations);
+
+/// Starts `waiters` async acquires of one held name at `url` on one provider, prints the
+/// resident memory per waiter and the process's threads before and while they wait, then
+/// stops them all with one stop request and prints how long they took to complete.
+void print_async_waiters(const std::string& url, int waiters);
+
 /// Two processes take strict turns on one lock at `url`, each handing over only to a peer
 /// that is already waiting and has had `settle` to block; each sample is the time from the
 /// holder starting release() to the waiter's acquire() returning. Forks: call it while this

@@ -117,6 +117,8 @@ wait_endings wait_ending_latency(const std::string& url, int rounds) {
 void print_generic_rows(const std::string& url, const std::vector<double>& handoff_samples,
                         int iterations) {
   print_reader_writer_rows(url, iterations);
+  print_async_rows(url, iterations);
+  print_async_waiters(url, 10000);
   print_row("dlock handoff between two processes", summarize(handoff_samples),
             handoff_samples.size());
   const auto endings = wait_ending_latency(url, 200);
@@ -260,6 +262,9 @@ int main(int argc, char** argv) try {
     std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
   }
   print_generic_rows(url, handoff_samples, iterations);
+  std::printf("dlock-bench: memory backend (async rows only)\n");
+  print_async_rows("memory://", iterations);
+  print_async_waiters("memory://", 10000);
   if (own_dir) std::filesystem::remove_all(dir);
   return 0;
 } catch (const std::exception& e) {

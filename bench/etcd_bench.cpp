@@ -128,6 +128,8 @@ int main(int argc, char** argv) try {
             handoff_samples.size());
   std::printf("%-44s %9.0f grants/s (%d processes, %.0f s)\n", "dlock contended", rate,
               contenders, seconds);
+  print_async_rows(url, iterations);
+  print_async_waiters(url, 10000);
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "dlock-etcd-bench: " << e.what() << "\n";

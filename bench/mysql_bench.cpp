@@ -120,6 +120,8 @@ int main(int argc, char** argv) try {
   std::printf("%-44s median %9.2fx / %.2fx\n", "ratio to the floor (no token / token)",
               ours.median_us / floor_summary.median_us, ours.median_us / fenced_summary.median_us);
   print_row("handoff between two processes", turns, static_cast<std::size_t>(handoffs));
+  print_async_rows(url, iterations);
+  print_async_waiters(url, 10000);
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "dlock-mysql-bench: " << e.what() << "\n";

@@ -249,6 +249,8 @@ int main(int argc, char** argv) try {
     }
   }
   print_reader_writer_rows(url, iterations);
+  print_async_rows(url, iterations);
+  print_async_waiters(url, 10000);
   const auto pubsub = summarize(pubsub_round_trip(host, port, iterations / 10));
   const auto handed = summarize(handoff_samples);
   print_row("raw pub/sub round trip", pubsub, iterations / 10);

@@ -104,6 +104,8 @@ int main(int argc, char** argv) try {
     std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
   }
   print_reader_writer_rows(url, iterations);
+  print_async_rows(url, iterations);
+  print_async_waiters(url, 10000);
   print_row("dlock handoff between two processes", summarize(handoff_samples),
             handoff_samples.size());
   std::printf("%-44s %9.0f grants/s (%d processes, %.0f s)\n", "dlock contended", rate,

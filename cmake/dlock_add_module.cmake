@@ -26,6 +26,8 @@ function(dlock_add_module)
   target_link_libraries(${target}
     PUBLIC ${M_PUBLIC_DEPS}
     PRIVATE ${M_PRIVATE_DEPS} $<BUILD_INTERFACE:dlock_warnings>)
+  # What a loadable module made of this library links besides dlock (the CLI's backend plugins).
+  set_property(TARGET ${target} PROPERTY DLOCK_PRIVATE_DEPS ${M_PRIVATE_DEPS})
 
   install(TARGETS ${target} EXPORT dlock-${M_NAME}-targets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -18,7 +18,9 @@ build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhire
                 libmariadb-dev libssl-dev
                 # etcd: gRPC and protobuf, and etcd's .proto files the client is generated from
                 libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-                golang-etcd-server-dev)
+                golang-etcd-server-dev
+                # bench/instructions.sh counts instructions under callgrind (and callgrind.h)
+                valgrind)
 server_packages=(redis-server redis-tools redis-sentinel zookeeper default-jre-headless postgresql-15
                  postgresql-client-15 netcat-openbsd
                  iproute2 procps

@@ -21,8 +21,9 @@
 #include <optional>
 #include <stop_token>
 
-#include <dlock/dlock.hpp>
+#include <dlock/core.hpp>
 
+#include "backend_plugins.hpp"
 #include "command_line.hpp"
 #include "exit_codes.hpp"
 #include "supervised_child.hpp"
@@ -93,6 +94,19 @@ struct acquire_result {
   std::optional<dlock::lock_handle> handle;
 };
 
+/// One attempt on this thread (`-n` on a local backend, file or memory, whose attempt is a
+/// few system calls): no hop to the provider's thread, which on a busy machine may wait for a
+/// core longer than the attempt takes. A networked backend's attempt may take as long as a
+/// connection does, so it stays asynchronous there, where a signal can withdraw it.
+template <typename Lock>
+std::optional<dlock::lock_handle> try_once(Lock& lock, lock_kind kind) {
+  if constexpr (std::is_same_v<Lock, dlock::distributed_reader_writer_lock>) {
+    return kind == lock_kind::shared ? lock.try_acquire_read() : lock.try_acquire_write();
+  } else {
+    return lock.try_acquire();
+  }
+}
+
 template <typename Lock>
 void start_acquire(Lock& lock, lock_kind kind, std::chrono::nanoseconds timeout,
                    std::stop_token stop, std::shared_ptr<acquire_result> result,
@@ -135,7 +149,7 @@ int exit_status_of(int wait_status) {
 
 int run(const command_line& args, const sigset_t& original_mask, int signal_fd) {
   const auto started = clock_type::now();
-  std::shared_ptr<dlock::provider> provider = dlock::make_provider(args.url);
+  std::shared_ptr<dlock::provider> provider = make_provider(args.url);
   const std::string where = std::string(provider->scheme()) + " " + provider->endpoint();
 
   auto acquired_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
@@ -147,26 +161,35 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   auto result = std::make_shared<acquire_result>();
   const std::chrono::nanoseconds timeout = args.wait.value_or(dlock::forever);
   auto limited = [&](auto lock) { return args.max_hold ? lock.with_max_hold(*args.max_hold) : lock; };
+  const bool local = provider->scheme() == "file" || provider->scheme() == "memory";
+  const bool one_attempt = local && timeout == std::chrono::nanoseconds::zero();
+  auto acquire = [&](auto lock) {
+    if (!one_attempt) {
+      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
+      return;
+    }
+    try {
+      result->handle = try_once(lock, args.kind);
+    } catch (...) {
+      result->error = std::current_exception();
+    }
+    ring(acquired_event->get());
+  };
   switch (args.kind) {
-    case lock_kind::exclusive: {
-      auto lock = limited(provider->create_lock(args.name));
-      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
+    case lock_kind::exclusive:
+      acquire(limited(provider->create_lock(args.name)));
       break;
-    }
     case lock_kind::shared:
-    case lock_kind::write: {
-      auto lock = limited(provider->create_reader_writer_lock(args.name));
-      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
+    case lock_kind::write:
+      acquire(limited(provider->create_reader_writer_lock(args.name)));
       break;
-    }
-    case lock_kind::semaphore: {
-      auto lock = limited(provider->create_semaphore(args.name, args.semaphore_count));
-      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
+    case lock_kind::semaphore:
+      acquire(limited(provider->create_semaphore(args.name, args.semaphore_count)));
       break;
-    }
   }
 
-  // Wait for the grant; a signal meanwhile withdraws the request.
+  // Wait for the grant; a signal meanwhile withdraws the request (or, after a local attempt,
+  // gives back what it got).
   int interrupting_signal = 0;
   std::vector<pollfd> waiting = {{signal_fd, POLLIN, 0}, {acquired_event->get(), POLLIN, 0}};
   while (true) {

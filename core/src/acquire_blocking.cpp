@@ -65,6 +65,33 @@ void refuse_own_thread(const lock_target& target, std::string_view what,
   }
 }
 
+void start_async_acquire(const lock_target& target, lock_mode mode,
+                         std::chrono::nanoseconds timeout, std::stop_token stop,
+                         bool fail_with_error, try_acquire_completion done) {
+  check_timeout(target, timeout);
+  const dlock::backend& owner = target.service->backend();
+  if (!gated(target, mode) && owner.acquires_inline() && owner.acquires_inline_locally() &&
+      !stop.stop_requested()) {
+    std::optional<lock_handle> result;
+    bool settled = false;
+    try {
+      settled = settled_inline(target, mode, timeout, result);
+    } catch (...) {
+      done(std::current_exception(), std::nullopt);
+      return;
+    }
+    if (settled) {
+      if (!result && fail_with_error) {
+        done(not_obtained_error(target, ending::none, timeout), std::nullopt);
+      } else {
+        done(nullptr, std::move(result));
+      }
+      return;
+    }
+  }
+  start_acquire(target, mode, timeout, std::move(stop), fail_with_error, std::move(done));
+}
+
 std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode mode,
                                             std::chrono::nanoseconds timeout,
                                             std::stop_token stop, bool fail_with_error) {

@@ -55,11 +55,6 @@ file_backend::file_backend(const options& opts)
   if (ec) {
     throw connection_error(message("cannot create the lock directory: " + ec.message()));
   }
-  inotify_.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
-  if (!inotify_) {
-    throw connection_error(message(std::string("inotify_init1: ") + std::strerror(errno)));
-  }
-  watch_directory(replacement_events);
 }
 
 file_backend::~file_backend() {
@@ -70,30 +65,37 @@ file_backend::~file_backend() {
   events_.reset();
 }
 
-void file_backend::watch_directory(std::uint32_t events) {
-  if (::inotify_add_watch(inotify_.get(), directory_.c_str(), events) < 0) {
-    throw connection_error(
-        message(std::string("cannot watch the lock directory: ") + std::strerror(errno)));
-  }
-}
-
 void file_backend::start() {
   // Weak: a provider dropped at once must be shut down by its owner's thread, not this one.
   boost::asio::post(executor(), [weak = weak_from_this()] {
     auto self = weak.lock();
     if (!self) return;
-    const int events_fd = ::fcntl(self->inotify_.get(), F_DUPFD_CLOEXEC, 0);
-    if (events_fd < 0) {
-      self->events().background_error(std::make_exception_ptr(connection_error(
-          self->message(std::string("cannot watch the lock directory: ") + std::strerror(errno) +
-                        "; waiters fall back to retry_period"))));
-    } else {
-      self->events_.emplace(self->executor(), events_fd);
-    }
     self->monitor_timer_.emplace(self->executor());
-    self->wait_for_events();
     self->schedule_monitor();
   });
+}
+
+void file_backend::start_watching() {
+  if (inotify_) return;
+  try {
+    unique_fd inotify(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (!inotify) throw_watch_error("inotify_init1");
+    const int events_fd = ::fcntl(inotify.get(), F_DUPFD_CLOEXEC, 0);
+    if (events_fd < 0) throw_watch_error("cannot watch the lock directory");
+    events_.emplace(executor(), events_fd);
+    inotify_ = std::move(inotify);
+  } catch (...) {
+    events_.reset();
+    // Waiters still wake every retry_period; say why they are slow.
+    events().background_error(std::current_exception());
+    return;
+  }
+  wait_for_events();
+}
+
+void file_backend::throw_watch_error(const char* what) const {
+  throw connection_error(message(std::string(what) + ": " + std::strerror(errno) +
+                                 "; waiters fall back to retry_period"));
 }
 
 void file_backend::wait_for_events() {
@@ -224,15 +226,21 @@ std::shared_ptr<acquire_operation> file_backend::start_acquire(acquire_request r
 }
 
 void file_backend::add_waiter(const std::string& file, file_acquire* waiter) {
-  if (waiters_.empty()) watch_closes(true);
+  if (waiters_.empty()) {
+    start_watching();
+    watch_closes(true);
+  }
   waiters_[file].push_back(waiter);
 }
 
 void file_backend::watch_closes(bool on) {
+  if (!inotify_) return;
+  const std::uint32_t mask = on ? replacement_events | close_events : replacement_events;
   try {
-    watch_directory(on ? replacement_events | close_events : replacement_events);
+    if (::inotify_add_watch(inotify_.get(), directory_.c_str(), mask) < 0) {
+      throw_watch_error("cannot watch the lock directory");
+    }
   } catch (...) {
-    // Waiters still wake every retry_period; say why they are slow.
     events().background_error(std::current_exception());
   }
 }

@@ -78,6 +78,7 @@ class memory_backend final : public dlock::backend {
   std::string_view scheme() const noexcept override { return "memory"; }
   std::string endpoint() const override;
   bool acquires_inline() const noexcept override { return true; }
+  bool acquires_inline_locally() const noexcept override { return true; }
   std::optional<std::uint32_t> current_count(const acquire_request& request) override {
     return domain_->current_count(request);
   }

@@ -126,6 +126,12 @@ class backend {
   /// a thread hop.
   virtual bool acquires_inline() const noexcept { return false; }
 
+  /// True when try_acquire_inline() never waits for a network (local system calls or memory
+  /// only). Core then makes an uncontended async acquire's attempt on the initiating thread
+  /// too, and posts the result to the handler, where a network round trip there would block a
+  /// caller that asked not to be blocked. Requires acquires_inline().
+  virtual bool acquires_inline_locally() const noexcept { return false; }
+
   /// Makes one non-waiting attempt on the calling thread. Returns the lease, or nullptr when
   /// the lock is taken. Throws what start_acquire's completion would fail with
   /// (connection_error, std::invalid_argument). Requires: acquires_inline(); request.wait

@@ -62,6 +62,13 @@ boost::asio::any_io_executor executor_of(const lock_target& target);
 void start_acquire(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
                    std::stop_token stop, bool fail_with_error, try_acquire_completion done);
 
+/// The async API's start: as start_acquire, after an uncontended attempt on the calling thread
+/// when the backend makes it locally (backend::acquires_inline_locally), as the sync API does.
+/// `done` must post its handler (a completion never runs inside the initiating call).
+void start_async_acquire(const lock_target& target, lock_mode mode,
+                         std::chrono::nanoseconds timeout, std::stop_token stop,
+                         bool fail_with_error, try_acquire_completion done);
+
 /// The sync API: runs start_acquire and blocks the calling thread on its result.
 /// Throws std::logic_error when called from a thread the backend needs (it would deadlock).
 std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode mode,
@@ -113,9 +120,10 @@ struct initiate_acquire {
   template <typename Handler>
   void operator()(Handler&& handler, std::chrono::nanoseconds timeout,
                   std::stop_token stop) const {
-    start_acquire(target, mode, timeout, std::move(stop), Throwing,
-                  completion_posting_to<Throwing, lock_handle>(std::forward<Handler>(handler),
-                                                               executor_of(target)));
+    start_async_acquire(
+        target, mode, timeout, std::move(stop), Throwing,
+        completion_posting_to<Throwing, lock_handle>(std::forward<Handler>(handler),
+                                                     executor_of(target)));
   }
 };
 

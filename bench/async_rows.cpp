@@ -1,0 +1,145 @@
+// The async rows every backend benchmark prints: async_acquire beside the blocking call, and
+// many async waiters on one name (bench_support.hpp).
+#include <malloc.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <utility>  // before awaitable.hpp, which uses std::exchange without it (Boost 1.74)
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "bench_support.hpp"
+
+namespace dlock_bench {
+
+namespace {
+
+double since_us(std::int64_t started) { return (now_ns() - started) / 1000.0; }
+
+// async_acquire with a plain callback bound to an io_context this thread runs, as an
+// application's event loop would; the handle is released in the callback.
+double callback_cycle(dlock::distributed_lock& lock, boost::asio::io_context& context) {
+  const auto started = now_ns();
+  double sample = 0;
+  lock.async_acquire(dlock::forever, {},
+                     boost::asio::bind_executor(
+                         context, [&](std::exception_ptr error, dlock::lock_handle handle) {
+                           if (error) std::rethrow_exception(error);
+                           handle.release();
+                           sample = since_us(started);
+                         }));
+  context.restart();
+  context.run();
+  return sample;
+}
+
+// async_acquire with use_awaitable, in a coroutine on an io_context this thread runs.
+double awaitable_cycle(dlock::distributed_lock& lock, boost::asio::io_context& context) {
+  double sample = 0;
+  boost::asio::co_spawn(
+      context,
+      [&]() -> boost::asio::awaitable<void> {
+        const auto started = now_ns();
+        dlock::lock_handle handle =
+            co_await lock.async_acquire(dlock::forever, {}, boost::asio::use_awaitable);
+        handle.release();
+        sample = since_us(started);
+      },
+      [](std::exception_ptr error) {
+        if (error) std::rethrow_exception(error);
+      });
+  context.restart();
+  context.run();
+  return sample;
+}
+
+// From /proc/self/status: "VmRSS:" in KiB, "Threads:".
+long status_field(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
+  }
+  return -1;
+}
+
+// Bytes the heap has handed out and not had back (every arena), which unlike the resident
+// size does not hide allocations in memory freed earlier.
+std::size_t heap_in_use() {
+  const struct mallinfo2 info = ::mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+}  // namespace
+
+void print_async_rows(const std::string& url, int iterations) {
+  auto provider = dlock::make_provider(url);
+  dlock::distributed_lock lock = provider->create_lock("async-uncontended");
+  boost::asio::io_context context;
+  std::vector<double> blocking, callback, awaitable;
+  for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
+    const double samples[] = {uncontended(lock, 1).front(), callback_cycle(lock, context),
+                              awaitable_cycle(lock, context)};
+    if (i < 0) continue;
+    blocking.push_back(samples[0]);
+    callback.push_back(samples[1]);
+    awaitable.push_back(samples[2]);
+  }
+  const auto sync = summarize(blocking);
+  const auto by_callback = summarize(callback);
+  const auto by_coroutine = summarize(awaitable);
+  print_row("blocking acquire() + release (interleaved)", sync, blocking.size());
+  print_row("async_acquire, callback, + release", by_callback, callback.size());
+  print_row("async_acquire, use_awaitable, + release", by_coroutine, awaitable.size());
+  std::printf("%-44s median %9.2fx / %.2fx\n", "async / blocking (callback / awaitable)",
+              by_callback.median_us / sync.median_us, by_coroutine.median_us / sync.median_us);
+}
+
+void print_async_waiters(const std::string& url, int waiters) {
+  auto provider = dlock::make_provider(url);
+  dlock::distributed_lock lock = provider->create_lock("async-waiters");
+  dlock::lock_handle held = lock.acquire();
+  const std::size_t heap_before = heap_in_use();
+  const long rss_before = status_field("VmRSS:");
+  const long threads_before = status_field("Threads:");
+  std::stop_source stop;
+  std::mutex mutex;
+  std::condition_variable all_done;
+  int done = 0, granted = 0;
+  const auto started = now_ns();
+  for (int i = 0; i < waiters; ++i) {
+    lock.async_try_acquire(dlock::forever, stop.get_token(),
+                           [&](std::exception_ptr, std::optional<dlock::lock_handle> handle) {
+                             std::lock_guard guard(mutex);
+                             if (handle) ++granted;
+                             ++done;
+                             all_done.notify_one();
+                           });
+  }
+  const double start_ms = since_us(started) / 1000;
+  const std::size_t heap_waiting = heap_in_use();
+  const long rss_waiting = status_field("VmRSS:");
+  const long threads_waiting = status_field("Threads:");
+  const auto stopping = now_ns();
+  stop.request_stop();
+  {
+    std::unique_lock guard(mutex);
+    all_done.wait(guard, [&] { return done == waiters; });
+  }
+  const double stop_ms = since_us(stopping) / 1000;
+  std::printf("%d async waiters on one name: %.0f bytes of heap each (%.0f resident), threads "
+              "%ld -> %ld, %.1f ms to start, all stopped in %.1f ms (%d granted)\n",
+              waiters, (static_cast<double>(heap_waiting) - heap_before) / waiters,
+              (rss_waiting - rss_before) * 1024.0 / waiters, threads_before, threads_waiting,
+              start_ms, stop_ms, granted);
+}
+
+}  // namespace dlock_bench
