@@ -71,6 +71,8 @@ class node_set : public std::enable_shared_from_this<node_set> {
   /// "host:port[,host:port...]", for messages.
   const std::string& endpoint() const noexcept { return endpoint_; }
   std::size_t size() const noexcept { return cluster_ ? 1 : nodes_.size(); }
+  /// Node `i` (Sentinel's one node: its master). Not in a cluster, which routes by slot.
+  node& at(std::size_t i) { return *nodes_.at(i); }
   /// A Redis Cluster: every command goes by its key's slot, never from the caller's thread.
   bool routed_by_slot() const noexcept { return cluster_ != nullptr; }
   /// Where waiters of `channel` listen on node `i` (in a cluster: the channel's slot's master).
