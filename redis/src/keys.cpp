@@ -82,6 +82,9 @@ key_set key_scheme::keys_for(const acquire_request& request, const dlock::backen
     case primitive::upgrade_gate:
       // An exclusive lock of its own, in the name's hash tag (also with plain keys).
       return {key_kind::lock, {base + ":gate", base + ":fence"}, base + ":gate:released"};
+    case primitive::election:
+      // Redis has no election board yet, so no election lock is ever asked for.
+      break;
   }
   throw std::invalid_argument("dlock: redis: unknown primitive");
 }
