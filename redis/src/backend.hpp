@@ -53,6 +53,8 @@ class redis_backend final : public dlock::backend,
   /// On one server, a blocking acquire makes its first attempt on the caller's thread.
   bool acquires_inline() const noexcept override { return nodes_->size() == 1; }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
+  /// One server without plain keys; RedLock has no elections yet.
+  std::shared_ptr<election_board> elections() override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
 
