@@ -56,18 +56,20 @@ void start_campaign(const election_target& target, std::string value,
   start_acquire(lock_of(target), lock_mode::exclusive, timeout, std::move(stop), fail_with_error,
                 [target, value = std::move(value), done = std::move(done)](
                     std::exception_ptr error, std::optional<lock_handle> lock) mutable {
-                  if (error || !lock) {
-                    done(std::move(error), std::nullopt);
-                    return;
-                  }
+                  // As acquire_op::finish: no reference of ours to the provider outlives
+                  // the result, so the caller, not this thread, shuts the provider down.
+                  election_target own = std::move(target);
                   std::optional<leadership> led;
-                  try {
-                    led.emplace(lead_with(target, std::move(value), std::move(*lock)));
-                  } catch (...) {
-                    done(std::current_exception(), std::nullopt);
-                    return;
+                  if (!error && lock) {
+                    try {
+                      led.emplace(lead_with(own, std::move(value), std::move(*lock)));
+                    } catch (...) {
+                      error = std::current_exception();
+                    }
                   }
-                  done(nullptr, std::move(led));
+                  own = {};
+                  lock.reset();
+                  done(std::move(error), std::move(led));
                 });
 }
 

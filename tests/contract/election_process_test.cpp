@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include <boost/asio/use_future.hpp>
-
 #include "backend.hpp"
 #include "support.hpp"
 
@@ -72,7 +70,7 @@ TEST_CASE("a leader in another process that resigns lets a waiting candidate in"
   REQUIRE(line->rfind("leading ", 0) == 0);
   auto provider = backend().make_provider();
   dlock::election e = provider->create_election(name);
-  auto next = e.async_campaign(60s, {}, boost::asio::use_future);
+  auto next = std::async(std::launch::async, [&] { return e.campaign(60s); });
   leader.close_stdin();
   CHECK(leader.read_line(30s) == std::optional<std::string>("resigned"));
   REQUIRE(next.wait_for(60s) == std::future_status::ready);

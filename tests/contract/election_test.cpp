@@ -226,18 +226,20 @@ TEST_CASE("an observation may be stopped from its own callback", "[contract][ele
   auto provider = backend().make_provider();
   dlock::election e = provider->create_election(unique_name("self-stopped"));
   std::atomic<int> calls{0};
-  std::promise<void> stopped;
+  std::atomic<bool> stopped{false};
   dlock::leader_observation observation;
   std::mutex observation_mutex;
   std::unique_lock hold(observation_mutex);
   observation = e.observe([&](const std::optional<dlock::leader_info>&) {
     if (calls++ > 0) return;
-    std::lock_guard lock(observation_mutex);
-    observation.stop();
-    stopped.set_value();
+    {
+      std::lock_guard lock(observation_mutex);
+      observation.stop();
+    }
+    stopped = true;  // the last thing the callback touches: the test may end after it
   });
   hold.unlock();
-  REQUIRE(stopped.get_future().wait_for(10s) == std::future_status::ready);
+  REQUIRE(wait_until([&] { return stopped.load(); }, 10s));
   dlock::leadership lead = e.campaign(10s);
   CHECK(calls == 1);
 }
