@@ -12,6 +12,8 @@ namespace dlock::cli {
 
 const char* const usage_text =
     "usage: dlock [options] [URL] NAME -- COMMAND [ARGS...]\n"
+    "       dlock elect [options] [URL] NAME [--value V] -- COMMAND [ARGS...]\n"
+    "       dlock leader [URL] NAME [--watch] [--json]\n"
     "       dlock --help | --version\n";
 
 const char* const help_text =
@@ -44,6 +46,12 @@ const char* const help_text =
     "obtained; 64 usage error; 69 backend unreachable or failing; 70 internal error;\n"
     "71 operating-system error; 75 lock lost while the command ran; 126 command not\n"
     "executable; 127 command not found; 128+N when signal N interrupted the wait.\n"
+    "\n"
+    "dlock elect runs COMMAND while this process leads election NAME (campaigning with\n"
+    "--value, default host:pid), with DLOCK_TERM (the term, also DLOCK_FENCING_TOKEN) in its\n"
+    "environment; the options above apply, and a lost lead ends the command as a lost lock.\n"
+    "dlock leader prints who leads election NAME (\"TERM VALUE\", or \"none\" and exit 1),\n"
+    "as JSON with --json, and every change until interrupted with --watch.\n"
     "Details: docs/cli.md.\n";
 
 namespace {

@@ -25,6 +25,7 @@
 
 #include "backend_plugins.hpp"
 #include "command_line.hpp"
+#include "election_commands.hpp"
 #include "exit_codes.hpp"
 #include "supervised_child.hpp"
 
@@ -88,31 +89,19 @@ void wait_readable(std::vector<pollfd>& fds, std::optional<clock_type::time_poin
   }
 }
 
+/// What an async acquire (or campaign) completed with: a lock_handle or a leadership.
+template <typename Held>
 struct acquire_result {
   std::mutex mutex;
   std::exception_ptr error;
-  std::optional<dlock::lock_handle> handle;
+  std::optional<Held> handle;
 };
 
-/// One attempt on this thread (`-n` on a local backend, file or memory, whose attempt is a
-/// few system calls): no hop to the provider's thread, which on a busy machine may wait for a
-/// core longer than the attempt takes. A networked backend's attempt may take as long as a
-/// connection does, so it stays asynchronous there, where a signal can withdraw it.
-template <typename Lock>
-std::optional<dlock::lock_handle> try_once(Lock& lock, lock_kind kind) {
-  if constexpr (std::is_same_v<Lock, dlock::distributed_reader_writer_lock>) {
-    return kind == lock_kind::shared ? lock.try_acquire_read() : lock.try_acquire_write();
-  } else {
-    return lock.try_acquire();
-  }
-}
-
-template <typename Lock>
-void start_acquire(Lock& lock, lock_kind kind, std::chrono::nanoseconds timeout,
-                   std::stop_token stop, std::shared_ptr<acquire_result> result,
-                   std::shared_ptr<owned_fd> done_event) {
-  auto on_done = [result, done_event](std::exception_ptr error,
-                                   std::optional<dlock::lock_handle> handle) {
+/// The completion handler that stores the result and rings `done_event`.
+template <typename Held>
+auto storing_into(std::shared_ptr<acquire_result<Held>> result,
+                  std::shared_ptr<owned_fd> done_event) {
+  return [result, done_event](std::exception_ptr error, std::optional<Held> handle) {
     {
       std::lock_guard guard(result->mutex);
       result->error = error;
@@ -120,6 +109,13 @@ void start_acquire(Lock& lock, lock_kind kind, std::chrono::nanoseconds timeout,
     }
     ring(done_event->get());
   };
+}
+
+template <typename Lock>
+void start_acquire(Lock& lock, lock_kind kind, std::chrono::nanoseconds timeout,
+                   std::stop_token stop, std::shared_ptr<acquire_result<dlock::lock_handle>> result,
+                   std::shared_ptr<owned_fd> done_event) {
+  auto on_done = storing_into(std::move(result), std::move(done_event));
   if constexpr (std::is_same_v<Lock, dlock::distributed_reader_writer_lock>) {
     if (kind == lock_kind::shared) {
       lock.async_try_acquire_read(timeout, std::move(stop), std::move(on_done));
@@ -131,8 +127,9 @@ void start_acquire(Lock& lock, lock_kind kind, std::chrono::nanoseconds timeout,
   }
 }
 
-const char* kind_word(lock_kind kind) {
-  switch (kind) {
+const char* kind_word(const command_line& args) {
+  if (args.elect) return "leadership of election";
+  switch (args.kind) {
     case lock_kind::shared: return "read lock";
     case lock_kind::write: return "write lock";
     case lock_kind::semaphore: return "semaphore slot";
@@ -147,25 +144,47 @@ int exit_status_of(int wait_status) {
   return exit_internal;
 }
 
-int run(const command_line& args, const sigset_t& original_mask, int signal_fd) {
-  const auto started = clock_type::now();
-  std::shared_ptr<dlock::provider> provider = make_provider(args.url);
-  const std::string where = std::string(provider->scheme()) + " " + provider->endpoint();
+std::uint64_t token_of(const dlock::lock_handle& held) { return held.fencing_token(); }
+std::uint64_t token_of(const dlock::leadership& held) { return held.term(); }
+void let_go(dlock::lock_handle& held) { held.release(); }
+void let_go(dlock::leadership& held) { held.resign(); }
 
-  auto acquired_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  auto lost_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (acquired_event->get() < 0 || lost_event->get() < 0) {
-    throw std::system_error(errno, std::generic_category(), "dlock: eventfd");
+/// The command's environment: the fencing token, and for a leader its term (the same number).
+std::vector<std::string> token_environment(const command_line& args, std::uint64_t token) {
+  std::vector<std::string> env{"DLOCK_FENCING_TOKEN=" + std::to_string(token)};
+  if (args.elect) env.push_back("DLOCK_TERM=" + std::to_string(token));
+  return env;
+}
+
+template <typename Held>
+int wait_and_supervise(const command_line& args, const sigset_t& original_mask, int signal_fd,
+                       const std::string& where, clock_type::time_point started,
+                       std::stop_source& stop, std::shared_ptr<acquire_result<Held>> result,
+                       std::shared_ptr<owned_fd> acquired_event);
+
+/// One attempt on this thread (`-n` on a local backend, file or memory, whose attempt is a
+/// few system calls): no hop to the provider's thread, which on a busy machine may wait for a
+/// core longer than the attempt takes. A networked backend's attempt may take as long as a
+/// connection does, so it stays asynchronous there, where a signal can withdraw it.
+template <typename Lock>
+std::optional<dlock::lock_handle> try_once(Lock& lock, lock_kind kind) {
+  if constexpr (std::is_same_v<Lock, dlock::distributed_reader_writer_lock>) {
+    return kind == lock_kind::shared ? lock.try_acquire_read() : lock.try_acquire_write();
+  } else {
+    return lock.try_acquire();
   }
-  std::stop_source stop;
-  auto result = std::make_shared<acquire_result>();
-  const std::chrono::nanoseconds timeout = args.wait.value_or(dlock::forever);
+}
+
+void start_locking(const command_line& args, dlock::provider& provider,
+                   std::chrono::nanoseconds timeout, std::stop_token stop,
+                   std::shared_ptr<acquire_result<dlock::lock_handle>> result,
+                   std::shared_ptr<owned_fd> acquired_event) {
   auto limited = [&](auto lock) { return args.max_hold ? lock.with_max_hold(*args.max_hold) : lock; };
-  const bool local = provider->scheme() == "file" || provider->scheme() == "memory";
+  const bool local = provider.scheme() == "file" || provider.scheme() == "memory";
   const bool one_attempt = local && timeout == std::chrono::nanoseconds::zero();
   auto acquire = [&](auto lock) {
     if (!one_attempt) {
-      start_acquire(lock, args.kind, timeout, stop.get_token(), result, acquired_event);
+      start_acquire(lock, args.kind, timeout, std::move(stop), result, acquired_event);
       return;
     }
     try {
@@ -177,15 +196,51 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   };
   switch (args.kind) {
     case lock_kind::exclusive:
-      acquire(limited(provider->create_lock(args.name)));
+      acquire(limited(provider.create_lock(args.name)));
       break;
     case lock_kind::shared:
     case lock_kind::write:
-      acquire(limited(provider->create_reader_writer_lock(args.name)));
+      acquire(limited(provider.create_reader_writer_lock(args.name)));
       break;
     case lock_kind::semaphore:
-      acquire(limited(provider->create_semaphore(args.name, args.semaphore_count)));
+      acquire(limited(provider.create_semaphore(args.name, args.semaphore_count)));
       break;
+  }
+}
+
+int run(const command_line& args, const sigset_t& original_mask, int signal_fd) {
+  const auto started = clock_type::now();
+  std::shared_ptr<dlock::provider> provider = make_provider(args.url);
+  const std::string where = std::string(provider->scheme()) + " " + provider->endpoint();
+
+  auto acquired_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (acquired_event->get() < 0) {
+    throw std::system_error(errno, std::generic_category(), "dlock: eventfd");
+  }
+  std::stop_source stop;
+  const std::chrono::nanoseconds timeout = args.wait.value_or(dlock::forever);
+  if (args.elect) {
+    auto result = std::make_shared<acquire_result<dlock::leadership>>();
+    dlock::election election = provider->create_election(args.name);
+    if (args.value) election = election.with_value(*args.value);
+    election.async_try_campaign(timeout, stop.get_token(), storing_into(result, acquired_event));
+    return wait_and_supervise(args, original_mask, signal_fd, where, started, stop, result,
+                              acquired_event);
+  }
+  auto result = std::make_shared<acquire_result<dlock::lock_handle>>();
+  start_locking(args, *provider, timeout, stop.get_token(), result, acquired_event);
+  return wait_and_supervise(args, original_mask, signal_fd, where, started, stop, result,
+                            acquired_event);
+}
+
+template <typename Held>
+int wait_and_supervise(const command_line& args, const sigset_t& original_mask, int signal_fd,
+                       const std::string& where, clock_type::time_point started,
+                       std::stop_source& stop, std::shared_ptr<acquire_result<Held>> result,
+                       std::shared_ptr<owned_fd> acquired_event) {
+  auto lost_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (lost_event->get() < 0) {
+    throw std::system_error(errno, std::generic_category(), "dlock: eventfd");
   }
 
   // Wait for the grant; a signal meanwhile withdraws the request (or, after a local attempt,
@@ -209,7 +264,7 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
     }
     if (waiting[1].revents & POLLIN) break;
   }
-  std::optional<dlock::lock_handle> handle;
+  std::optional<Held> handle;
   {
     std::lock_guard guard(result->mutex);
     if (result->error) std::rethrow_exception(result->error);
@@ -218,32 +273,31 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   if (interrupting_signal != 0) {
     if (args.verbose) {
       std::cerr << "dlock: " << strsignal(interrupting_signal) << " while waiting for "
-                << kind_word(args.kind) << " '" << args.name << "' at " << where << "\n";
+                << kind_word(args) << " '" << args.name << "' at " << where << "\n";
     }
     return exit_signal_base + interrupting_signal;
   }
   if (!handle) {
     if (args.verbose) {
-      std::cerr << "dlock: " << kind_word(args.kind) << " '" << args.name << "' at " << where
+      std::cerr << "dlock: " << kind_word(args) << " '" << args.name << "' at " << where
                 << " is held elsewhere; gave up\n";
     }
     return args.conflict_exit_code;
   }
 
   const auto granted_at = clock_type::now();
-  const std::uint64_t token = handle->fencing_token();
+  const std::uint64_t token = token_of(*handle);
   if (args.verbose) {
     const auto waited = std::chrono::duration<double, std::milli>(clock_type::now() - started);
-    std::cerr << "dlock: acquired " << kind_word(args.kind) << " '" << args.name << "' at "
-              << where << " (fencing token " << token << ") after " << std::fixed
+    std::cerr << "dlock: acquired " << kind_word(args) << " '" << args.name << "' at "
+              << where << (args.elect ? " (term " : " (fencing token ") << token << ") after " << std::fixed
               << std::setprecision(1) << waited.count() << " ms\n";
   }
   handle->on_lost([lost_event] { ring(lost_event->get()); });
 
   std::optional<supervised_child> child;
   try {
-    child.emplace(args.command, std::vector<std::string>{"DLOCK_FENCING_TOKEN=" + std::to_string(token)},
-                  original_mask);
+    child.emplace(args.command, token_environment(args, token), original_mask);
   } catch (const spawn_error& e) {
     std::cerr << e.what() << "\n";
     return e.exit_code;
@@ -278,7 +332,7 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
       lost = true;
       const bool held_too_long =
           args.max_hold && clock_type::now() - granted_at >= *args.max_hold;
-      std::cerr << "dlock: lost " << kind_word(args.kind) << " '" << args.name << "' at "
+      std::cerr << "dlock: lost " << kind_word(args) << " '" << args.name << "' at "
                 << where << (held_too_long ? " (held longer than --max-hold)" : "")
                 << "; terminating the command (SIGTERM, SIGKILL after "
                 << std::chrono::duration<double>(args.kill_grace).count() << " s)\n";
@@ -302,9 +356,9 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   // The command finished; its group may linger, but the lock no longer protects it.
   lost = lost || handle->lost();
   try {
-    handle->release();
+    let_go(*handle);
     if (args.verbose && !lost) {
-      std::cerr << "dlock: released " << kind_word(args.kind) << " '" << args.name << "'\n";
+      std::cerr << "dlock: released " << kind_word(args) << " '" << args.name << "'\n";
     }
   } catch (const std::exception& e) {
     std::cerr << e.what() << " (the backend frees the lock by itself)\n";
@@ -323,11 +377,20 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
 
 int main(int argc, char** argv) {
   command_line args;
+  const char* default_url_text = std::getenv("DLOCK_URL");
+  const auto default_url =
+      default_url_text ? std::optional<std::string>(default_url_text) : std::nullopt;
+  const std::string subcommand = argc > 1 ? argv[1] : "";
+  if (subcommand == "leader") {
+    return run_leader(std::vector<std::string>(argv + 2, argv + argc), default_url);
+  }
   try {
-    const char* default_url = std::getenv("DLOCK_URL");
-    args = parse_command_line(std::vector<std::string>(argv + 1, argv + argc),
-                              default_url ? std::optional<std::string>(default_url)
-                                          : std::nullopt);
+    if (subcommand == "elect") {
+      args = parse_elect_command_line(std::vector<std::string>(argv + 2, argv + argc),
+                                      default_url);
+    } else {
+      args = parse_command_line(std::vector<std::string>(argv + 1, argv + argc), default_url);
+    }
   } catch (const usage_error& e) {
     std::cerr << "dlock: " << e.what() << "\n" << usage_text;
     return exit_usage;

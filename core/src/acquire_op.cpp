@@ -33,6 +33,7 @@ const char* primitive_noun(primitive kind) {
     case primitive::reader_writer_lock: return "reader-writer lock";
     case primitive::semaphore: return "semaphore";
     case primitive::upgrade_gate: return "upgrade gate of reader-writer lock";
+    case primitive::election: return "leadership of election";
   }
   return "lock";
 }

@@ -15,6 +15,8 @@ std::string_view primitive_label(primitive kind) {
     case primitive::lock: return "lock";
     case primitive::reader_writer_lock: return "reader_writer_lock";
     case primitive::semaphore: return "semaphore";
+    case primitive::upgrade_gate: break;
+    case primitive::election: return "election";
   }
   return "unknown";
 }

@@ -26,6 +26,8 @@ std::string_view kind_segment(primitive kind) {
       return ".semaphore/";
     case primitive::upgrade_gate:
       return ".upgrade-gate/";
+    case primitive::election:
+      return ".election/";
   }
   return "";
 }
@@ -66,6 +68,7 @@ std::string contender_value(const acquire_request& request) {
     case primitive::semaphore:
       return std::to_string(request.max_count);
     case primitive::upgrade_gate:
+    case primitive::election:
       return "";
   }
   return "";

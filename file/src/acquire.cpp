@@ -30,6 +30,8 @@ file_acquire::file_acquire(std::shared_ptr<file_backend> backend, acquire_reques
     }
   } else if (request_.kind == primitive::upgrade_gate) {
     candidates_.push_back({backend_->gate_file_name(request_.name), {}});
+  } else if (request_.kind == primitive::election) {
+    candidates_.push_back({backend_->election_file_name(request_.name), {}});
   } else {
     candidates_.push_back({backend_->lock_file_name(request_.name), {}});
   }

@@ -203,6 +203,10 @@ std::string file_backend::gate_file_name(std::string_view name) const {
   return file_of(name, ".upgrade-gate");
 }
 
+std::string file_backend::election_file_name(std::string_view name) const {
+  return file_of(name, ".election");
+}
+
 std::string file_backend::writers_file_name(std::string_view name) const {
   return naming::escape_segment(name, max_escaped_bytes, true) + ".writers";
 }

@@ -58,6 +58,10 @@ class file_backend final : public dlock::backend,
   std::string writers_file_name(std::string_view name) const;
   /// The file of `name`'s upgrade gate: `<escaped name>.upgrade-gate`.
   std::string gate_file_name(std::string_view name) const;
+  /// The lock file of the election `name`, with its leader record: `<escaped name>.election`.
+  std::string election_file_name(std::string_view name) const;
+
+  std::shared_ptr<election_board> elections() override;
 
   // Waiters and held leases, by file name. Waiters are touched only on the io thread;
   // held leases also from the threads that release them, under held_mutex_.

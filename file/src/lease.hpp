@@ -26,6 +26,10 @@ class file_lease final : public dlock::lease {
   /// marked lost. Called under held_mutex_, so it never marks the lease lost itself.
   bool file_replaced();
 
+  /// The open, flock'ed file and its path (what an election's board writes its record into).
+  int fd() const noexcept { return fd_.get(); }
+  const std::filesystem::path& path() const noexcept { return path_; }
+
  private:
   void unlock_and_close() noexcept;
 

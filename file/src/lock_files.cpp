@@ -36,14 +36,19 @@ constexpr std::size_t semaphore_header_bytes = 64;
   throw file_failure{std::string(call) + ": " + std::strerror(error)};
 }
 
-/// Holds an open-file-description write lock on [0, length) while alive.
+/// Holds an open-file-description lock (a write lock unless `type` says F_RDLCK) on
+/// [start, start + length) while alive; a length of 0 reaches to the end of the file.
 class range_lock {
  public:
-  range_lock(int fd, std::size_t length) : fd_(fd), length_(length) { set(F_WRLCK); }
+  range_lock(int fd, std::size_t length, std::size_t start = 0, short type = F_WRLCK)
+      : fd_(fd), length_(length), start_(start) {
+    set(type);
+  }
   ~range_lock() {
     struct flock unlock_range {};
     unlock_range.l_type = F_UNLCK;
     unlock_range.l_whence = SEEK_SET;
+    unlock_range.l_start = static_cast<off_t>(start_);
     unlock_range.l_len = static_cast<off_t>(length_);
     ::fcntl(fd_, F_OFD_SETLK, &unlock_range);
   }
@@ -58,6 +63,7 @@ class range_lock {
     struct flock range {};
     range.l_type = type;
     range.l_whence = SEEK_SET;
+    range.l_start = static_cast<off_t>(start_);
     range.l_len = static_cast<off_t>(length_);
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     auto pause = std::chrono::microseconds(20);
@@ -65,8 +71,8 @@ class range_lock {
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EACCES) fail("fcntl(F_OFD_SETLK)", errno);
       if (std::chrono::steady_clock::now() >= give_up) {
-        throw file_failure{"the fencing counter stayed locked by another process for 5 s"
-                           " (is that process stopped?)"};
+        throw file_failure{"the fencing counter or leader record stayed locked by another"
+                           " process for 5 s (is that process stopped?)"};
       }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::microseconds(1000));
@@ -74,23 +80,24 @@ class range_lock {
   }
   int fd_;
   std::size_t length_;
+  std::size_t start_;
 };
 
-std::string read_prefix(int fd, std::size_t length) {
+std::string read_prefix(int fd, std::size_t length, std::size_t start = 0) {
   std::string buffer(length, '\0');
   ssize_t got;
   do {
-    got = ::pread(fd, buffer.data(), length, 0);
+    got = ::pread(fd, buffer.data(), length, static_cast<off_t>(start));
   } while (got < 0 && errno == EINTR);
   if (got < 0) fail("pread", errno);
   buffer.resize(static_cast<std::size_t>(got));
   return buffer;
 }
 
-void write_prefix(int fd, std::string_view data) {
+void write_prefix(int fd, std::string_view data, std::size_t start = 0) {
   ssize_t put;
   do {
-    put = ::pwrite(fd, data.data(), data.size(), 0);
+    put = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(start));
   } while (put < 0 && errno == EINTR);
   if (put < 0) fail("pwrite", errno);
   if (static_cast<std::size_t>(put) != data.size()) fail("pwrite", EIO);
@@ -203,6 +210,71 @@ std::uint32_t check_semaphore_count(int fd, std::uint32_t max_count) {
                             std::string(key) + std::to_string(max_count) + "\n";
   write_prefix(fd, fresh);
   return max_count;
+}
+
+// The leader record follows the counter of an election's lock file: "<term> <bytes>\n<value>".
+// Its bytes are guarded by an open-file-description lock (write to change, read to look), so
+// a reader never sees half a record; the counter's own range is not touched.
+namespace {
+
+std::optional<leader_info> parse_record(std::string_view text) {
+  const auto line_end = text.find('\n');
+  if (line_end == std::string_view::npos) return std::nullopt;
+  std::uint64_t term = 0;
+  std::size_t length = 0;
+  const std::string_view header = text.substr(0, line_end);
+  const auto space = header.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  if (std::from_chars(header.data(), header.data() + space, term).ec != std::errc() ||
+      std::from_chars(header.data() + space + 1, header.data() + header.size(), length).ec !=
+          std::errc()) {
+    return std::nullopt;
+  }
+  const std::string_view value = text.substr(line_end + 1);
+  if (value.size() < length) return std::nullopt;
+  return leader_info{std::string(value.substr(0, length)), term};
+}
+
+std::optional<leader_info> read_record_locked(int fd) {
+  struct stat file {};
+  if (::fstat(fd, &file) != 0) fail("fstat", errno);
+  if (static_cast<std::size_t>(file.st_size) <= counter_bytes) return std::nullopt;
+  return parse_record(
+      read_prefix(fd, static_cast<std::size_t>(file.st_size) - counter_bytes, counter_bytes));
+}
+
+void truncate_record(int fd) {
+  while (::ftruncate(fd, static_cast<off_t>(counter_bytes)) != 0) {
+    if (errno != EINTR) fail("ftruncate", errno);
+  }
+}
+
+}  // namespace
+
+bool write_leader_record(int fd, std::uint64_t term, std::string_view value) {
+  range_lock guard(fd, 0, counter_bytes);
+  // Whoever holds the lock has the counter's latest token: a smaller term no longer leads.
+  if (parse_counter(read_prefix(fd, counter_bytes)) != term) return false;
+  std::string record = std::to_string(term) + " " + std::to_string(value.size()) + "\n";
+  record.append(value);
+  truncate_record(fd);
+  write_prefix(fd, record, counter_bytes);
+  return true;
+}
+
+void clear_leader_record(int fd, std::uint64_t term) {
+  range_lock guard(fd, 0, counter_bytes);
+  const auto recorded = read_record_locked(fd);
+  if (recorded && recorded->term == term) truncate_record(fd);
+}
+
+std::optional<leader_info> read_leader_record(int fd) {
+  range_lock guard(fd, 0, counter_bytes, F_RDLCK);
+  auto recorded = read_record_locked(fd);
+  if (!recorded || recorded->term != parse_counter(read_prefix(fd, counter_bytes))) {
+    return std::nullopt;  // written before the latest grant: its leader is gone
+  }
+  return recorded;
 }
 
 }  // namespace dlock::file::detail

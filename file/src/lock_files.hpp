@@ -6,11 +6,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <utility>
 #include <string>
+#include <string_view>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/core/election.hpp>
 
 namespace dlock::file::detail {
 
@@ -70,5 +73,17 @@ bool is_flocked(const std::set<std::pair<dev_t, ino_t>>& flocked, const struct s
 /// Checks (storing it if the file is new) the semaphore's max_count in the file open as `fd`.
 /// Returns the stored count, which differs from `max_count` on a mismatch.
 std::uint32_t check_semaphore_count(int fd, std::uint32_t max_count);
+
+/// Writes the leader record of term `term` with `value` into the election lock file open as
+/// `fd`, after its counter. Returns false (writing nothing) when the counter has moved past
+/// `term`: a later grant leads.
+bool write_leader_record(int fd, std::uint64_t term, std::string_view value);
+
+/// Removes the leader record from the file open as `fd` if its term is `term`.
+void clear_leader_record(int fd, std::uint64_t term);
+
+/// The leader record in the file open as `fd`, if its term is the counter's latest token.
+/// Whether that term's holder still holds the lock is the caller's to check.
+std::optional<leader_info> read_leader_record(int fd);
 
 }  // namespace dlock::file::detail

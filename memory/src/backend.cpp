@@ -69,6 +69,7 @@ std::string memory_domain::key_of(const acquire_request& request) {
   switch (request.kind) {
     case primitive::semaphore: return "S" + request.name;
     case primitive::upgrade_gate: return "G" + request.name;
+    case primitive::election: return "E" + request.name;
     case primitive::lock:
     case primitive::reader_writer_lock: break;
   }
@@ -222,6 +223,7 @@ void memory_domain::release(memory_lease* released) {
     if (it == resources_.end()) return;
     resource& r = it->second;
     std::erase(r.holders, released);
+    forget_record(*released);
     if (released->semaphore) {
       --r.slots;
     } else if (released->mode == lock_mode::shared) {
@@ -233,6 +235,7 @@ void memory_domain::release(memory_lease* released) {
     forget_if_idle(it);
   }
   complete(done);
+  if (released->key.starts_with('E')) tell_watchers(released->key.substr(1));
 }
 
 void memory_domain::break_name(const std::string& name) {
@@ -240,12 +243,13 @@ void memory_domain::break_name(const std::string& name) {
   std::vector<std::stop_source> lost;
   {
     std::lock_guard lock(mutex_);
-    for (const std::string& key : {"L" + name, "S" + name, "G" + name}) {
+    for (const std::string& key : {"L" + name, "S" + name, "G" + name, "E" + name}) {
       auto it = resources_.find(key);
       if (it == resources_.end()) continue;
       resource& r = it->second;
       for (memory_lease* holder : r.holders) {
         holder->attached = false;
+        forget_record(*holder);
         lost.push_back(holder->lost_signal());
       }
       r.holders.clear();
@@ -259,6 +263,22 @@ void memory_domain::break_name(const std::string& name) {
   // Outside the mutex: a stop_callback on a lost_token may release its handle at once.
   for (auto& signal : lost) signal.request_stop();
   complete(done);
+  tell_watchers(name);
+}
+
+bool memory_domain::leads(const std::string& election, const lease& leadership) const {
+  auto it = resources_.find("E" + election);
+  if (it == resources_.end()) return false;
+  const auto& holders = it->second.holders;
+  return std::any_of(holders.begin(), holders.end(), [&](const memory_lease* holder) {
+    return static_cast<const lease*>(holder) == &leadership;
+  });
+}
+
+void memory_domain::forget_record(const memory_lease& released) {
+  if (!released.key.starts_with('E')) return;
+  auto it = records_.find(released.key.substr(1));
+  if (it != records_.end() && it->second.term == released.fencing_token()) records_.erase(it);
 }
 
 memory_backend::memory_backend(const std::string& domain)

@@ -3,13 +3,17 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/election.hpp>
 #include <dlock/core/backend/lease.hpp>
 
 namespace dlock::memory::detail {
@@ -38,6 +42,13 @@ class memory_domain : public std::enable_shared_from_this<memory_domain> {
   void withdraw(memory_acquire* op);
   void release(memory_lease* lease);
   void break_name(const std::string& name);
+
+  // Elections (election_board.cpp): each leader's record beside its election lock ("E" key),
+  // under the same mutex, so a record is read only while its term holds that lock.
+  void proclaim(const std::string& election, const lease& leadership, std::string_view value);
+  void withdraw(const std::string& election, const lease& leadership);
+  std::optional<leader_info> leader(const std::string& election);
+  std::shared_ptr<void> watch(const std::string& election, std::function<void()> changed);
 
  private:
   struct resource {
@@ -68,6 +79,13 @@ class memory_domain : public std::enable_shared_from_this<memory_domain> {
   std::mutex mutex_;
   std::uint64_t last_token_ = 0;
   std::map<std::string, resource> resources_;
+
+  struct election_watcher;
+  bool leads(const std::string& election, const lease& leadership) const;
+  void forget_record(const memory_lease& released);
+  void tell_watchers(const std::string& election);
+  std::map<std::string, leader_info> records_;
+  std::multimap<std::string, std::weak_ptr<election_watcher>> watchers_;
 };
 
 class memory_backend final : public dlock::backend {
@@ -85,6 +103,8 @@ class memory_backend final : public dlock::backend {
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
+
+  std::shared_ptr<election_board> elections() override;
 
   memory_domain& domain() noexcept { return *domain_; }
 

@@ -147,6 +147,7 @@ std::string attempt_sql(const acquire_request& r, const std::string& token,
              seconds(wait) + ") = 1, 0, NULL)" + taken;
     case primitive::reader_writer_lock:
       return writes(r) ? writer_attempt(r, token, wait) : reader_attempt(r, token, wait);
+    case primitive::election: break;  // no election board yet: never asked for
     case primitive::semaphore: {
       const std::string any_slot =
           first_free(r.max_count, [&](std::uint32_t i) { return semaphore_slot(r, i); });
@@ -180,6 +181,7 @@ std::string checked_name(const acquire_request& r, std::uint32_t slot) {
       return writes(r) ? server_name(name_space::writer_gate, r.name)
                        : server_name(name_space::reader_slot, r.name, slot);
     case primitive::semaphore: return server_name(name_space::semaphore_slot, r.name, slot);
+    case primitive::election: break;
   }
   throw std::logic_error("dlock: mysql: unknown primitive");
 }
@@ -202,6 +204,7 @@ std::vector<std::string> names_of(const acquire_request& r) {
         names.push_back(server_name(name_space::semaphore_slot, r.name, i));
       }
       break;
+    case primitive::election: break;
   }
   return names;
 }

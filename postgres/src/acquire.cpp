@@ -1,6 +1,7 @@
 #include "acquire.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <boost/asio/post.hpp>
 
@@ -27,6 +28,9 @@ advisory_key key_of(const acquire_request& request) {
     case primitive::upgrade_gate: return upgrade_gate_key(request.name);
     case primitive::lock:
     case primitive::reader_writer_lock: break;
+    case primitive::election:
+      // PostgreSQL has no election board yet, so no election lock is ever asked for.
+      throw std::logic_error("dlock: postgres: no election locks");
   }
   return advisory_key::from_name(request.name);
 }

@@ -89,6 +89,11 @@ key_set key_scheme::keys_for_name(const acquire_request& request,
     case primitive::upgrade_gate:
       // An exclusive lock of its own, in the name's hash tag (also with plain keys).
       return {key_kind::lock, {base + ":gate", base + ":fence"}, base + ":gate:released"};
+    case primitive::election:
+      // An exclusive lock of its own with the leader's record beside it (KEYS[3]), which the
+      // scripts extend and delete with the lock (docs/election.md).
+      return {key_kind::lock, {base + ":election", base + ":fence", base + ":leader"},
+              base + ":election:released"};
   }
   throw std::invalid_argument("dlock: redis: unknown primitive");
 }

@@ -21,6 +21,9 @@ class redis_lease final : public dlock::lease {
   ~redis_lease() override;
   void release() override;
 
+  /// The grant: its keys and the token that the lock key holds while it is ours.
+  const held_grant& grant() const noexcept { return *grant_; }
+
  private:
   std::shared_ptr<redis_backend> backend_;
   std::shared_ptr<held_grant> grant_;

@@ -21,8 +21,8 @@ local function lengthen(key, ms)
 end
 )lua";
 
-// KEYS: lock: {key, fence}; read/write: {writer, fence, readers, waiting writers};
-// sem: {holders, fence, max_count}.
+// KEYS: lock: {key, fence} (an election's lock: {key, fence, leader record}); read/write:
+// {writer, fence, readers, waiting writers}; sem: {holders, fence, max_count}.
 constexpr const char* acquire_body = R"lua(
 local token, expiry, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local proposal, max_count = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -131,6 +131,7 @@ local released = 0
 if kind == 'lock' or kind == 'write' then
   if redis.call('GET', KEYS[1]) == token then
     redis.call('DEL', KEYS[1])
+    if kind == 'lock' and KEYS[3] then redis.call('DEL', KEYS[3]) end
     released = 1
   end
 elseif kind == 'read' then
@@ -150,6 +151,7 @@ local token, kind, expiry = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if kind == 'lock' or kind == 'write' then
   if redis.call('GET', KEYS[1]) == token then
     redis.call('PEXPIRE', KEYS[1], expiry)
+    if kind == 'lock' and KEYS[3] then redis.call('PEXPIRE', KEYS[3], expiry) end
     return 1
   end
   return 0

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,13 @@ class backend_fixture {
   /// behind its holder's back (removes or replaces the lock file, deletes the keys or nodes,
   /// kills the session), as an operator or a fault would.
   virtual void break_lock(const std::string& name) = 0;
+
+  /// Takes the lead of the election `name` away behind its leader's back, as break_lock does
+  /// with a lock (the election's lock is apart from the lock `name`). Only backends with
+  /// elections are asked.
+  virtual void break_election(const std::string& name) {
+    throw std::logic_error("no elections on " + label() + " to break '" + name + "'");
+  }
 
   /// Builds a provider for an endpoint that cannot be reached and uses it for one acquire;
   /// the contract is that this throws dlock::connection_error naming the endpoint.

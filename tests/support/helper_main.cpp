@@ -10,6 +10,11 @@
 //   dlock-test-helper contend URL NAME ITERATIONS LOGFILE
 //     acquires and releases ITERATIONS times, appending "B <token> <pid>" and
 //     "E <token> <pid>" around each critical section (O_APPEND, one write per line).
+//   dlock-test-helper contend-election URL NAME ITERATIONS LOGFILE
+//     the same with the election NAME: each section is a term, logged with the term.
+//   dlock-test-helper lead URL NAME VALUE
+//     campaigns in the election NAME with VALUE, prints "leading <term>", resigns when stdin
+//     closes, prints "resigned".
 //   dlock-test-helper nemesis-worker URL NAME MODE SECONDS LOG STORE   MODE: lock | semaphore:N
 //     takes the lock (or a slot) again and again for SECONDS, each time working on the fenced
 //     counter STORE (lock) and logging the section to LOG in history.hpp's format; errors of
@@ -142,6 +147,27 @@ int main(int argc, char** argv) try {
     });
     return 0;
   }
+  if (command == "contend-election" && argc == 6) {
+    auto provider = dlock::make_provider(argv[2]);
+    auto election = provider->create_election(argv[3]);
+    log_sections(argv[5], std::stoi(argv[4]), [&] {
+      dlock::leadership lead = election.campaign();
+      const std::uint64_t term = lead.term();
+      return std::pair(std::move(lead), term);
+    });
+    return 0;
+  }
+  if (command == "lead" && argc == 5) {
+    auto provider = dlock::make_provider(argv[2]);
+    dlock::leadership lead = provider->create_election(argv[3]).campaign(argv[4]);
+    std::cout << "leading " << lead.term() << std::endl;
+    std::string line;
+    while (std::getline(std::cin, line)) {
+    }
+    lead.resign();
+    std::cout << "resigned" << std::endl;
+    return 0;
+  }
   if (command == "contend-upgrade" && argc == 6) {
     auto provider = dlock::make_provider(argv[2]);
     auto rw = provider->create_reader_writer_lock(argv[3]);
@@ -180,6 +206,7 @@ int main(int argc, char** argv) try {
   }
   std::cerr << "usage: dlock-test-helper hold URL NAME MODE | contend URL NAME N LOG"
                " | contend-upgrade URL NAME N LOG"
+               " | contend-election URL NAME N LOG | lead URL NAME VALUE"
                " | contend-all URL NAME1 NAME2 N LOG"
                " | nemesis-worker URL NAME MODE SECONDS LOG STORE\n";
   return 64;

@@ -6,6 +6,7 @@
 #include <dlock/core/distributed_lock.hpp>
 #include <dlock/core/distributed_reader_writer_lock.hpp>
 #include <dlock/core/distributed_semaphore.hpp>
+#include <dlock/core/election.hpp>
 #include <dlock/core/errors.hpp>
 #include <dlock/core/fence.hpp>
 #include <dlock/core/health.hpp>

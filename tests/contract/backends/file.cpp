@@ -52,6 +52,13 @@ bool is_semaphore_file(std::string_view file, std::string_view semaphore) {
                                       [](char c) { return c >= '0' && c <= '9'; }));
 }
 
+// Replaces rather than removes: a new file of the same name that anyone may lock.
+void replace_file(const std::filesystem::path& path) {
+  const auto replacement = path.string() + ".new";
+  std::ofstream(replacement).put('\n');
+  std::filesystem::rename(replacement, path);
+}
+
 class file_fixture final : public backend_fixture {
  public:
   std::string label() const override { return "file"; }
@@ -65,11 +72,14 @@ class file_fixture final : public backend_fixture {
 
   void break_lock(const std::string& name) override {
     dlock::file::provider files({.directory = directory_.path()});
-    const auto path = files.lock_file_path(name);
-    // Replace rather than remove: a new file of the same name that anyone may lock.
-    const auto replacement = path.string() + ".new";
-    std::ofstream(replacement).put('\n');
-    std::filesystem::rename(replacement, path);
+    replace_file(files.lock_file_path(name));
+  }
+
+  // The election's lock file is the lock's with ".election" for ".lock" (docs/election.md).
+  void break_election(const std::string& name) override {
+    dlock::file::provider files({.directory = directory_.path()});
+    auto path = files.lock_file_path(name);
+    replace_file(path.replace_extension(".election"));
   }
 
   // The flock(2) and counter locks on the name's lock file, writers file, upgrade gate,

@@ -24,6 +24,9 @@ class memory_fixture final : public backend_fixture {
     dlock::memory::provider(dlock::memory::options{.domain = domain_}).break_lock(name);
   }
 
+  // The memory backend breaks every primitive of a name at once, the election's lock too.
+  void break_election(const std::string& name) override { break_lock(name); }
+
   // The external cases (other processes, unreachable endpoints) are not linked here.
   void acquire_from_unreachable_endpoint() override {
     throw std::logic_error("a memory backend has no endpoint to be unreachable");

@@ -62,6 +62,9 @@ class redis_fixture final : public backend_fixture {
   // and readers, its upgrade gate). With RedLock a grant is on a majority of the nodes, not
   // always on all of them (a node may have refused it, or grant it a moment after the acquire
   // returned): it is broken once it is gone from a majority, which no extension can confirm.
+  // The election's keys share the name's hash tag, so break_lock takes them too.
+  void break_election(const std::string& name) override { break_lock(name); }
+
   void break_lock(const std::string& name) override {
     const std::string base = key_of(name);
     const std::size_t majority = cluster_ ? 1 : servers_.size() / 2 + 1;

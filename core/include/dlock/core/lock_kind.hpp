@@ -11,7 +11,12 @@ namespace dlock {
 /// upgrade_gate is no primitive of its own for users: it is the exclusive lock that an
 /// upgradeable read and every write of a reader-writer lock take first (docs/semantics.md,
 /// "Upgradeable reads"). Backends keep it apart from every primitive of the same name.
-enum class primitive { lock, reader_writer_lock, semaphore, upgrade_gate };
+///
+/// election is the exclusive lock whose holder leads the election of that name
+/// (dlock/core/election.hpp); its fencing token is the leader's term. Only backends with an
+/// election board (dlock/core/backend/election.hpp) are ever asked for it, and they keep it
+/// apart from every primitive of the same name, so an election never blocks a user's lock.
+enum class primitive { lock, reader_writer_lock, semaphore, upgrade_gate, election };
 
 /// exclusive: locks, writers and semaphore slots; shared: readers.
 enum class lock_mode { exclusive, shared };

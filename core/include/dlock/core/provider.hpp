@@ -19,6 +19,7 @@
 #include <dlock/core/distributed_reader_writer_lock.hpp>
 #include <dlock/core/distributed_semaphore.hpp>
 #include <dlock/core/durations.hpp>
+#include <dlock/core/election.hpp>
 #include <dlock/core/errors.hpp>
 #include <dlock/core/health.hpp>
 #include <dlock/core/metrics_sink.hpp>
@@ -76,12 +77,14 @@ class semaphore_provider {
 /// work (monitors, connections) ends when the last of them is gone.
 class provider : public lock_provider,
                  public reader_writer_lock_provider,
-                 public semaphore_provider {
+                 public semaphore_provider,
+                 public election_provider {
  public:
   distributed_lock create_lock(std::string_view name) override;
   distributed_reader_writer_lock create_reader_writer_lock(std::string_view name) override;
   distributed_semaphore create_semaphore(std::string_view name,
                                          std::uint32_t max_count) override;
+  election create_election(std::string_view name) override;
 
   /// Sets the maximum hold time of every lock this provider creates from now on (zero, the
   /// default: none); a lock's with_max_hold() overrides it. URL option: `max_hold=10m`.

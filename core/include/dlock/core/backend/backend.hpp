@@ -30,6 +30,8 @@
 
 namespace dlock {
 
+class election_board;
+
 /// What a backend is asked to acquire.
 struct acquire_request {
   primitive kind = primitive::lock;
@@ -148,6 +150,11 @@ class backend {
   /// that can break, like file and memory). Thread-safe; cheap (no round trip): it reports
   /// what the backend's monitors last found.
   virtual provider_health health() const { return {}; }
+
+  /// The board of this backend's leader elections (backend/election.hpp), or nullptr (the
+  /// default) when the backend has none: provider::create_election then throws. A backend
+  /// with a board must also keep primitive::election locks apart from its other names.
+  virtual std::shared_ptr<election_board> elections() { return nullptr; }
 
   /// Called once by core when it takes the backend over, before start().
   void attach_events(std::shared_ptr<backend_events> events) noexcept;

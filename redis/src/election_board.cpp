@@ -1,0 +1,111 @@
+// The Redis backend's election board (one server): the leader record is a hash beside the
+// election's lock key in its hash tag, written only while the lock key holds the proclaiming
+// grant's token, extended by the watchdog and deleted by the release with the lock key (the
+// scripts' KEYS[3]); a reader shows it only while the lock key still holds that grant.
+// Observers poll (the core default).
+#include <dlock/core/backend/election.hpp>
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/errors.hpp>
+
+#include "backend.hpp"
+#include "lease.hpp"
+#include "scripts.hpp"
+
+namespace dlock::redis::detail {
+
+namespace {
+
+// KEYS: {lock, fence, leader}; ARGV: grant token, term, value.
+const char* const proclaim_source = R"lua(
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[3], 'term', ARGV[2], 'value', ARGV[3], 'grant', ARGV[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+return 1
+)lua";
+
+// KEYS: {lock, fence, leader}; ARGV: term.
+const char* const withdraw_source = R"lua(
+if redis.call('HGET', KEYS[3], 'term') == ARGV[1] then redis.call('DEL', KEYS[3]) end
+return 1
+)lua";
+
+// KEYS: {lock, fence, leader}. Returns {term, value}, or an empty array.
+const char* const leader_source = R"lua(
+local record = redis.call('HMGET', KEYS[3], 'term', 'value', 'grant')
+if not record[1] or redis.call('GET', KEYS[1]) ~= record[3] then return {} end
+return {record[1], record[2]}
+)lua";
+
+const script& stored(const char* source) {
+  // Never destroyed, as scripts.cpp's: a provider's last work may run after main() returned.
+  return *new script{source, naming::sha1_hex(source)};
+}
+
+class redis_election_board final : public election_board {
+ public:
+  explicit redis_election_board(std::shared_ptr<redis_backend> backend)
+      : backend_(std::move(backend)) {}
+
+  void proclaim(std::string_view election, const lease& leadership,
+                std::string_view value) override {
+    static const script& proclaim_script = stored(proclaim_source);
+    const held_grant& grant = dynamic_cast<const redis_lease&>(leadership).grant();
+    const reply answer =
+        run(proclaim_script, election,
+            {grant.token, std::to_string(leadership.fencing_token()), std::string(value)});
+    if (leadership.lost() || answer.type != reply::kind::integer || answer.integer != 1) {
+      throw lock_lost_error(said("the lead of term " +
+                                     std::to_string(leadership.fencing_token()) +
+                                     " is over; proclaim refused",
+                                 election));
+    }
+  }
+
+  void withdraw(std::string_view election, const lease& leadership) override {
+    static const script& withdraw_script = stored(withdraw_source);
+    run(withdraw_script, election, {std::to_string(leadership.fencing_token())});
+  }
+
+  std::optional<leader_info> leader(std::string_view election) override {
+    static const script& leader_script = stored(leader_source);
+    const reply answer = run(leader_script, election, {});
+    if (answer.type != reply::kind::array || answer.elements.size() != 2) return std::nullopt;
+    return leader_info{answer.elements[1].text, std::stoull(answer.elements[0].text)};
+  }
+
+ private:
+  std::string said(const std::string& what, std::string_view election) const {
+    return backend_->message(what + " for election '" + naming::quote_for_message(election) +
+                             "'");
+  }
+
+  reply run(const script& which, std::string_view election,
+            const std::vector<std::string>& arguments) {
+    acquire_request request;
+    request.kind = primitive::election;
+    request.name = std::string(election);
+    const command_result result =
+        backend_->nodes().eval_here(which, backend_->keys_for(request), arguments);
+    if (result.failure) {
+      throw connection_error(said(backend_->nodes().failures({result}), election));
+    }
+    if (result.value.is_error()) {
+      throw dlock::error(said("the server refused the election script: " + result.value.text,
+                              election));
+    }
+    return result.value;
+  }
+
+  std::shared_ptr<redis_backend> backend_;
+};
+
+}  // namespace
+
+std::shared_ptr<election_board> redis_backend::elections() {
+  // The board's scripts run on the caller's thread, which only one fixed server allows.
+  if (!on_callers_thread() || options_.plain_keys) return nullptr;
+  return std::make_shared<redis_election_board>(shared_from_this());
+}
+
+}  // namespace dlock::redis::detail
