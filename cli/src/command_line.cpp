@@ -12,6 +12,7 @@ namespace dlock::cli {
 
 const char* const usage_text =
     "usage: dlock [options] [URL] NAME -- COMMAND [ARGS...]\n"
+    "       dlock ls|inspect|break ...   (dlock ls --help)\n"
     "       dlock --help | --version\n";
 
 const char* const help_text =

@@ -25,6 +25,7 @@
 
 #include "command_line.hpp"
 #include "exit_codes.hpp"
+#include "inspect_commands.hpp"
 #include "supervised_child.hpp"
 
 namespace {
@@ -299,6 +300,9 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (auto status = run_inspect_command(std::vector<std::string>(argv + 1, argv + argc))) {
+    return *status;
+  }
   command_line args;
   try {
     const char* default_url = std::getenv("DLOCK_URL");
