@@ -70,20 +70,36 @@ key_set key_scheme::keys_for(const acquire_request& request, const dlock::backen
         return {key_kind::lock, {key, key + std::string(plain_fence_suffix)},
                 key + ":dlock-released"};
       }
-      return {key_kind::lock, {base, base + ":fence"}, base + ":released"};
+      return {key_kind::lock, {base, base + ":fence", base + ":owners"}, base + ":released"};
     case primitive::reader_writer_lock:
       return {request.mode == lock_mode::shared ? key_kind::read : key_kind::write,
-              {base + ":rw:writer", base + ":fence", base + ":rw:readers", base + ":rw:waiting"},
+              {base + ":rw:writer", base + ":fence", base + ":rw:readers", base + ":rw:waiting",
+               base + ":owners"},
               base + ":rw:released"};
     case primitive::semaphore:
       return {key_kind::semaphore,
-              {base + ":sem", base + ":fence", base + ":sem:max"},
+              {base + ":sem", base + ":fence", base + ":sem:max", base + ":owners"},
               base + ":sem:released"};
     case primitive::upgrade_gate:
       // An exclusive lock of its own, in the name's hash tag (also with plain keys).
       return {key_kind::lock, {base + ":gate", base + ":fence"}, base + ":gate:released"};
   }
   throw std::invalid_argument("dlock: redis: unknown primitive");
+}
+
+key_set key_scheme::inspection_keys(std::string_view name) const {
+  const std::string base = prefix_ + "{" + escape_for_tag(name) + "}";
+  const std::string lock = lock_key(name);
+  return {key_kind::lock,
+          {lock, base + ":rw:writer", base + ":rw:readers", base + ":rw:waiting", base + ":sem",
+           base + ":sem:max", base + ":owners", base + ":gate"},
+          {}};
+}
+
+std::vector<std::string> key_scheme::release_channels(std::string_view name) const {
+  const std::string base = prefix_ + "{" + escape_for_tag(name) + "}";
+  return {plain_keys_ ? lock_key(name) + ":dlock-released" : base + ":released",
+          base + ":rw:released", base + ":sem:released", base + ":gate:released"};
 }
 
 }  // namespace dlock::redis::detail

@@ -60,6 +60,10 @@ class backend_fixture {
   /// backend yet (issue 19; docs/observability.md lists the backends that are).
   virtual bool inspects() const { return false; }
 
+  /// Whether provider::list_locks() is implemented for this backend yet (Redis: not yet, it
+  /// would SCAN every node).
+  virtual bool lists_locks() const { return inspects(); }
+
   /// Whether inspect() shows the owner of every holder and waiter. The file backend stores one
   /// owner record per lock file, written by its exclusive holder: readers show their process.
   virtual bool inspect_sees_every_owner() const { return true; }

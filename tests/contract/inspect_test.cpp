@@ -157,7 +157,10 @@ TEST_CASE("inspect shows the waiters the backend can see", "[contract][inspect]"
 
 TEST_CASE("list_locks lists the names held under a prefix, held longest first",
           "[contract][inspect]") {
-  if (!backend().inspects()) return;
+  if (!backend().lists_locks()) {
+    WARN(backend().label() << ": list_locks is not implemented yet");
+    return;
+  }
   auto provider = backend().make_provider();
   auto observer = backend().make_provider();
   const auto prefix = unique_name("inspect-list") + "/";
