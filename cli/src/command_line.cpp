@@ -14,6 +14,7 @@ const char* const usage_text =
     "usage: dlock [options] [URL] NAME -- COMMAND [ARGS...]\n"
     "       dlock elect [options] [URL] NAME [--value V] -- COMMAND [ARGS...]\n"
     "       dlock leader [URL] NAME [--watch] [--json]\n"
+    "       dlock ls|inspect|break ...   (dlock ls --help)\n"
     "       dlock --help | --version\n";
 
 const char* const help_text =

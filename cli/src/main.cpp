@@ -27,6 +27,7 @@
 #include "command_line.hpp"
 #include "election_commands.hpp"
 #include "exit_codes.hpp"
+#include "inspect_commands.hpp"
 #include "supervised_child.hpp"
 
 namespace {
@@ -376,6 +377,9 @@ int wait_and_supervise(const command_line& args, const sigset_t& original_mask, 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (auto status = run_inspect_command(std::vector<std::string>(argv + 1, argv + argc))) {
+    return *status;
+  }
   command_line args;
   const char* default_url_text = std::getenv("DLOCK_URL");
   const auto default_url =

@@ -46,6 +46,7 @@ acquire_request request_for(const lock_target& target, lock_mode mode) {
   request.name = target.name;
   request.mode = mode;
   request.max_count = target.max_count;
+  request.owner = target.owner.empty() ? target.service->owner() : target.owner;
   return request;
 }
 

@@ -29,6 +29,22 @@ std::optional<std::uint32_t> backend::current_count(const acquire_request&) {
   return std::nullopt;
 }
 
+namespace {
+
+[[noreturn]] void unsupported(const backend& b, std::string_view what) {
+  throw unsupported_operation(b.message(std::string(what) + " is not supported by this backend"));
+}
+
+}  // namespace
+
+lock_inspection backend::inspect(const std::string&) { unsupported(*this, "inspect"); }
+
+std::vector<lock_inspection> backend::list_locks(const std::string&) {
+  unsupported(*this, "listing locks");
+}
+
+void backend::break_lock(const std::string&) { unsupported(*this, "break_lock"); }
+
 void backend::attach_events(std::shared_ptr<backend_events> events) noexcept {
   events_ = std::move(events);
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <dlock/core/backend/backend.hpp>
@@ -39,6 +40,16 @@ class lock_service {
     default_max_hold_.store(limit.count(), std::memory_order_relaxed);
   }
 
+  /// The owner stamped on grants whose lock names none (provider::set_owner).
+  std::string owner() const {
+    std::lock_guard lock(owner_mutex_);
+    return owner_;
+  }
+  void set_owner(std::string owner) {
+    std::lock_guard lock(owner_mutex_);
+    owner_ = std::move(owner);
+  }
+
   /// "file /var/lock/app": the backend and endpoint for messages.
   std::string describe() const;
 
@@ -47,6 +58,8 @@ class lock_service {
   std::shared_ptr<provider_stats> stats_;
   std::atomic<std::int64_t> default_max_hold_{0};
   local_gates gates_;
+  mutable std::mutex owner_mutex_;
+  std::string owner_;
 };
 
 }  // namespace dlock::detail

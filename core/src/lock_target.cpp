@@ -19,6 +19,12 @@ lock_target with_max_hold(lock_target target, std::chrono::nanoseconds max_hold)
   return target;
 }
 
+lock_target with_owner(lock_target target, std::string owner) {
+  validate_owner(owner);
+  target.owner = std::move(owner);
+  return target;
+}
+
 void check_timeout(const lock_target& target, std::chrono::nanoseconds timeout) {
   if (timeout < std::chrono::nanoseconds::zero()) {
     throw std::invalid_argument("dlock: negative timeout for lock '" +

@@ -1,5 +1,6 @@
 #include <dlock/core/provider.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <dlock/core/backend/naming.hpp>
@@ -48,6 +49,36 @@ void provider::set_default_max_hold(std::chrono::nanoseconds limit) {
     throw std::invalid_argument("dlock: negative default max_hold");
   }
   service_->set_default_max_hold(limit);
+}
+
+void provider::set_owner(std::string owner) {
+  validate_owner(owner);
+  service_->set_owner(std::move(owner));
+}
+
+std::string provider::owner() const { return service_->owner(); }
+
+lock_inspection provider::inspect(std::string_view name) const {
+  naming::validate_name(name);
+  return service_->backend().inspect(std::string(name));
+}
+
+std::vector<lock_inspection> provider::list_locks(std::string_view prefix) const {
+  auto found = service_->backend().list_locks(std::string(prefix));
+  // Held longest first; names nobody holds (only waited for) last, by name.
+  std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+    const auto a_since = a.held_since();
+    const auto b_since = b.held_since();
+    if (a_since.has_value() != b_since.has_value()) return a_since.has_value();
+    if (a_since && *a_since != *b_since) return *a_since < *b_since;
+    return a.name < b.name;
+  });
+  return found;
+}
+
+void provider::break_lock(std::string_view name) {
+  naming::validate_name(name);
+  service_->backend().break_lock(std::string(name));
 }
 
 std::string_view provider::scheme() const noexcept { return service_->backend().scheme(); }

@@ -11,6 +11,7 @@
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
+#include "holder_record.hpp"
 #include "lease.hpp"
 
 namespace dlock::file::detail {
@@ -180,6 +181,20 @@ std::unique_ptr<lease> file_acquire::grant(candidate& c, const std::filesystem::
   const bool sole_holder =
       request_.kind != primitive::semaphore && request_.mode == lock_mode::exclusive;
   const std::uint64_t token = next_fencing_token(counter_fd, sole_holder);
+  // Readers share their file, so only an exclusive holder can say who it is there. An
+  // election's file keeps the leader's record in that place instead (election_board.cpp).
+  if (request_.mode == lock_mode::exclusive && request_.kind != primitive::upgrade_gate &&
+      request_.kind != primitive::election) {
+    write_holder_record(c.fd.get(), holder_record{
+        .kind = request_.kind == primitive::semaphore            ? party_kind::semaphore_slot
+                : request_.kind == primitive::reader_writer_lock ? party_kind::write
+                                                                 : party_kind::exclusive,
+        .fencing_token = token,
+        .since = std::chrono::system_clock::now(),
+        .pid = static_cast<int>(::getpid()),
+        .owner = request_.owner,
+        .name = request_.name});
+  }
   return std::make_unique<file_lease>(backend_, path, c.file, std::move(c.fd),
                                       request_.mode == lock_mode::exclusive, token);
 }

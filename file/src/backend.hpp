@@ -45,6 +45,11 @@ class file_backend final : public dlock::backend,
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
 
+  // inspector.cpp: holders from /proc/locks and the holder records; a break replaces files.
+  lock_inspection inspect(const std::string& name) override;
+  std::vector<lock_inspection> list_locks(const std::string& prefix) override;
+  void break_lock(const std::string& name) override;
+
   /// Starts the monitor; called once the backend is owned by a shared_ptr.
   void start() override;
 

@@ -7,6 +7,7 @@
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
+#include "holder_record.hpp"
 
 namespace dlock::file::detail {
 
@@ -31,6 +32,7 @@ file_lease::~file_lease() {
 
 // Unlocks before closing: the close wakes waiters (inotify), and they must find it unlocked.
 void file_lease::unlock_and_close() noexcept {
+  if (exclusive_) clear_holder_record(fd_.get());
   ::flock(fd_.get(), LOCK_UN);
   fd_.reset();
 }

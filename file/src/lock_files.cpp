@@ -25,7 +25,7 @@ namespace {
 // The counter is 20 decimal digits and a newline at offset 0: fixed width, so an update is
 // one pwrite and a reader never sees a shorter, stale tail. The semaphore file continues
 // with "max_count=<n>\n".
-constexpr std::size_t counter_bytes = 21;
+constexpr std::size_t counter_bytes = fencing_counter_bytes;
 constexpr std::size_t semaphore_header_bytes = 64;
 
 [[noreturn]] void fail(const char* call, const std::filesystem::path& path, int error) {
@@ -164,25 +164,38 @@ std::uint64_t next_fencing_token(int fd, bool sole_holder) {
   return next;
 }
 
-std::set<std::pair<dev_t, ino_t>> flocked_files() {
+std::vector<flock_entry> flock_entries() {
   // Lines read "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; blocked waiters carry "->"
   // after the number and hold nothing yet.
   std::ifstream locks("/proc/locks");
   if (!locks) throw file_failure{"cannot read /proc/locks"};
-  std::set<std::pair<dev_t, ino_t>> held;
+  std::vector<flock_entry> entries;
   std::string line;
   while (std::getline(locks, line)) {
     std::istringstream fields(line);
-    std::string number, kind, advisory, access, pid, where;
+    std::string number, kind, advisory, access, where;
+    int pid = 0;
     fields >> number >> kind;
     if (kind != "FLOCK") continue;
     fields >> advisory >> access >> pid >> where;
     unsigned major_number = 0, minor_number = 0;
     unsigned long long inode = 0;
     if (std::sscanf(where.c_str(), "%x:%x:%llu", &major_number, &minor_number, &inode) == 3) {
-      held.emplace(makedev(major_number, minor_number), static_cast<ino_t>(inode));
+      entries.push_back({makedev(major_number, minor_number), static_cast<ino_t>(inode),
+                         access == "WRITE", pid});
     }
   }
+  return entries;
+}
+
+bool locks_file(const flock_entry& entry, const struct stat& file) {
+  if (entry.inode != file.st_ino) return false;
+  return major(file.st_dev) == 0 || entry.device == file.st_dev;
+}
+
+std::set<std::pair<dev_t, ino_t>> flocked_files() {
+  std::set<std::pair<dev_t, ino_t>> held;
+  for (const flock_entry& entry : flock_entries()) held.emplace(entry.device, entry.inode);
   return held;
 }
 

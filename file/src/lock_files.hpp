@@ -11,6 +11,7 @@
 #include <utility>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <dlock/core/backend/backend.hpp>
 #include <dlock/core/election.hpp>
@@ -59,6 +60,23 @@ bool path_names_fd(const std::filesystem::path& path, int fd);
 /// serialised by an open-file-description lock on the counter's bytes, which does not
 /// interact with flock(2), so readers holding LOCK_SH together still get distinct tokens.
 std::uint64_t next_fencing_token(int fd, bool sole_holder);
+
+/// The fencing counter's bytes at the start of every counter-carrying file (docs/file.md).
+inline constexpr std::size_t fencing_counter_bytes = 21;
+
+/// One granted flock(2) lock, as /proc/locks lists it.
+struct flock_entry {
+  dev_t device = 0;
+  ino_t inode = 0;
+  bool exclusive = false;
+  int pid = 0;  ///< in this process's PID namespace
+};
+
+/// Every granted flock(2) lock now (blocked requests are left out). Throws file_failure.
+std::vector<flock_entry> flock_entries();
+
+/// Whether `entry` is a lock on `file` (from stat), matched as is_flocked matches.
+bool locks_file(const flock_entry& entry, const struct stat& file);
 
 /// The files that hold a granted flock(2) lock now, as (device, inode) pairs, from
 /// /proc/locks: a read that cannot disturb the holders or the waiters of those locks.

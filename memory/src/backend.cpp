@@ -9,6 +9,22 @@
 
 namespace dlock::memory::detail {
 
+namespace {
+
+lock_party party_of(const acquire_request& request) {
+  lock_party party;
+  if (request.kind == primitive::semaphore) {
+    party.kind = party_kind::semaphore_slot;
+  } else if (request.kind == primitive::reader_writer_lock) {
+    party.kind = request.mode == lock_mode::shared ? party_kind::read : party_kind::write;
+  }
+  party.since = std::chrono::system_clock::now();
+  party.owner = request.owner;
+  return party;
+}
+
+}  // namespace
+
 /// One acquire queued in a domain. Its fields are guarded by the domain's mutex.
 class memory_acquire final : public acquire_operation {
  public:
@@ -25,6 +41,7 @@ class memory_acquire final : public acquire_operation {
   acquire_request request;
   acquire_completion done;
   boost::asio::any_io_executor executor;
+  std::chrono::system_clock::time_point since = std::chrono::system_clock::now();
   bool completed = false;
 };
 
@@ -32,10 +49,12 @@ class memory_acquire final : public acquire_operation {
 /// lease (its grant is gone) and its later release() is then a no-op.
 class memory_lease final : public lease {
  public:
-  memory_lease(std::shared_ptr<memory_domain> domain, std::string key, lock_mode mode,
-               bool semaphore, std::uint64_t token)
-      : lease(token), domain(std::move(domain)), key(std::move(key)), mode(mode),
-        semaphore(semaphore) {}
+  memory_lease(std::shared_ptr<memory_domain> domain, std::string key,
+               const acquire_request& request, std::uint64_t token)
+      : lease(token), domain(std::move(domain)), key(std::move(key)), mode(request.mode),
+        semaphore(request.kind == primitive::semaphore), party(party_of(request)) {
+    party.fencing_token = token;
+  }
   ~memory_lease() override {
     if (!released_) domain->release(this);
   }
@@ -48,6 +67,7 @@ class memory_lease final : public lease {
   std::string key;
   lock_mode mode;
   bool semaphore;
+  lock_party party;
   bool attached = true;
 
  private:
@@ -102,9 +122,7 @@ std::unique_ptr<lease> memory_domain::grant(const std::string& key, resource& r,
   } else {
     r.writer = true;
   }
-  auto granted = std::make_unique<memory_lease>(shared_from_this(), key, request.mode,
-                                                request.kind == primitive::semaphore,
-                                                ++last_token_);
+  auto granted = std::make_unique<memory_lease>(shared_from_this(), key, request, ++last_token_);
   r.holders.push_back(granted.get());
   return granted;
 }
@@ -279,6 +297,40 @@ void memory_domain::forget_record(const memory_lease& released) {
   if (!released.key.starts_with('E')) return;
   auto it = records_.find(released.key.substr(1));
   if (it != records_.end() && it->second.term == released.fencing_token()) records_.erase(it);
+}
+
+// Upgrade gates are core's machinery, shown by the write or upgradeable read behind them.
+void memory_domain::describe(const resource& r, lock_inspection& into) const {
+  for (const memory_lease* holder : r.holders) into.holders.push_back(holder->party);
+  for (const auto& waiting : r.queue) {
+    lock_party party = party_of(waiting->request);
+    party.since = waiting->since;
+    into.waiters.push_back(std::move(party));
+  }
+  if (r.max_count != 0) into.max_count = r.max_count;
+}
+
+lock_inspection memory_domain::inspect(const std::string& name) {
+  lock_inspection found{.name = name};
+  std::lock_guard lock(mutex_);
+  for (const std::string& key : {"L" + name, "S" + name}) {
+    if (auto it = resources_.find(key); it != resources_.end()) describe(it->second, found);
+  }
+  return found;
+}
+
+std::vector<lock_inspection> memory_domain::list(const std::string& prefix) {
+  std::map<std::string, lock_inspection> found;
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, r] : resources_) {
+    if (key[0] == 'G' || !std::string_view(key).substr(1).starts_with(prefix)) continue;
+    const std::string name = key.substr(1);
+    auto& entry = found.try_emplace(name, lock_inspection{.name = name}).first->second;
+    describe(r, entry);
+  }
+  std::vector<lock_inspection> listed;
+  for (auto& [name, entry] : found) listed.push_back(std::move(entry));
+  return listed;
 }
 
 memory_backend::memory_backend(const std::string& domain)

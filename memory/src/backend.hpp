@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <chrono>
 #include <deque>
 #include <functional>
 #include <map>
@@ -42,6 +43,8 @@ class memory_domain : public std::enable_shared_from_this<memory_domain> {
   void withdraw(memory_acquire* op);
   void release(memory_lease* lease);
   void break_name(const std::string& name);
+  lock_inspection inspect(const std::string& name);
+  std::vector<lock_inspection> list(const std::string& prefix);
 
   // Elections (election_board.cpp): each leader's record beside its election lock ("E" key),
   // under the same mutex, so a record is read only while its term holds that lock.
@@ -67,6 +70,7 @@ class memory_domain : public std::enable_shared_from_this<memory_domain> {
   };
 
   static std::string key_of(const acquire_request& request);
+  void describe(const resource& r, lock_inspection& into) const;
   void check_max_count(resource& r, const acquire_request& request) const;
   static bool grantable(const resource& r, const acquire_request& request);
   std::unique_ptr<lease> grant(const std::string& key, resource& r,
@@ -101,6 +105,11 @@ class memory_backend final : public dlock::backend {
     return domain_->current_count(request);
   }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
+  lock_inspection inspect(const std::string& name) override { return domain_->inspect(name); }
+  std::vector<lock_inspection> list_locks(const std::string& prefix) override {
+    return domain_->list(prefix);
+  }
+  void break_lock(const std::string& name) override { domain_->break_name(name); }
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
 

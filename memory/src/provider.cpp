@@ -15,11 +15,6 @@ provider::provider(options opts)
 provider::provider(std::shared_ptr<detail::memory_backend> backend, error_handler on_error)
     : dlock::provider(backend, std::move(on_error)), backend_(std::move(backend)) {}
 
-void provider::break_lock(std::string_view name) {
-  naming::validate_name(name);
-  backend_->domain().break_name(std::string(name));
-}
-
 void register_scheme() {
   dlock::register_scheme("memory", [](provider_url url) -> std::shared_ptr<dlock::provider> {
     if (!url.hosts.empty() || !url.user.empty() || url.password) {

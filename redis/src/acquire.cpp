@@ -147,7 +147,7 @@ class redis_acquire final : public acquire_operation,
         {token_, milliseconds_argument(backend_->settings().expiry),
          std::string(script_argument(keys_.kind)), std::to_string(proposal),
          std::to_string(request_.max_count), queue ? "1" : "0",
-         backend_->epoch_key()},
+         backend_->epoch_key(), request_.owner},
         {nodes_.quorum(keys_.kind), granted_here},
         [self = shared_from_this(), sent, proposal](std::vector<command_result> results) {
           self->settle(std::move(results), sent, proposal);

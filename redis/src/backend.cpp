@@ -75,7 +75,7 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
   const acquire_answer answer = read_acquire_answer(nodes_->eval_here(
       acquire_script(), keys,
       {token, milliseconds_argument(options_.expiry), std::string(script_argument(keys.kind)),
-       "0", std::to_string(request.max_count), "0"}));
+       "0", std::to_string(request.max_count), "0", "", request.owner}));
   // Hands back what the try may hold, from the network thread. Weakly: a strong reference
   // queued on its own network thread would keep the backend (and that thread) alive forever.
   const auto give_back = [&] {

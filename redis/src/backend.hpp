@@ -63,6 +63,9 @@ class redis_backend final : public dlock::backend,
   std::shared_ptr<election_board> elections() override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
+  // inspector.cpp: the grants and owners every node shows; a break deletes them all.
+  lock_inspection inspect(const std::string& name) override;
+  void break_lock(const std::string& name) override;
 
   boost::asio::any_io_executor network_executor() const { return network_->executor(); }
   const options& settings() const noexcept { return options_; }

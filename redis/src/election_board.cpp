@@ -1,7 +1,7 @@
 // The Redis backend's election board (one server): the leader record is a hash beside the
 // election's lock key in its hash tag, written only while the lock key holds the proclaiming
 // grant's token, extended by the watchdog and deleted by the release with the lock key (the
-// scripts' KEYS[3]); a reader shows it only while the lock key still holds that grant.
+// scripts' KEYS[4]); a reader shows it only while the lock key still holds that grant.
 // Observers poll (the core default).
 #include <dlock/core/backend/election.hpp>
 #include <dlock/core/backend/naming.hpp>
@@ -15,24 +15,24 @@ namespace dlock::redis::detail {
 
 namespace {
 
-// KEYS: {lock, fence, leader}; ARGV: grant token, term, value.
+// KEYS: {lock, fence, owners, leader}; ARGV: grant token, term, value.
 const char* const proclaim_source = R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[3], 'term', ARGV[2], 'value', ARGV[3], 'grant', ARGV[1])
+redis.call('HSET', KEYS[4], 'term', ARGV[2], 'value', ARGV[3], 'grant', ARGV[1])
 local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+if ttl > 0 then redis.call('PEXPIRE', KEYS[4], ttl) end
 return 1
 )lua";
 
-// KEYS: {lock, fence, leader}; ARGV: term.
+// KEYS: {lock, fence, owners, leader}; ARGV: term.
 const char* const withdraw_source = R"lua(
-if redis.call('HGET', KEYS[3], 'term') == ARGV[1] then redis.call('DEL', KEYS[3]) end
+if redis.call('HGET', KEYS[4], 'term') == ARGV[1] then redis.call('DEL', KEYS[4]) end
 return 1
 )lua";
 
-// KEYS: {lock, fence, leader}. Returns {term, value}, or an empty array.
+// KEYS: {lock, fence, owners, leader}. Returns {term, value}, or an empty array.
 const char* const leader_source = R"lua(
-local record = redis.call('HMGET', KEYS[3], 'term', 'value', 'grant')
+local record = redis.call('HMGET', KEYS[4], 'term', 'value', 'grant')
 if not record[1] or redis.call('GET', KEYS[1]) ~= record[3] then return {} end
 return {record[1], record[2]}
 )lua";

@@ -77,25 +77,43 @@ key_set key_scheme::keys_for_name(const acquire_request& request,
         return {key_kind::lock, {key, key + std::string(plain_fence_suffix)},
                 key + ":dlock-released"};
       }
-      return {key_kind::lock, {base, base + ":fence"}, base + ":released"};
+      return {key_kind::lock, {base, base + ":fence", base + ":owners"}, base + ":released"};
     case primitive::reader_writer_lock:
       return {request.mode == lock_mode::shared ? key_kind::read : key_kind::write,
-              {base + ":rw:writer", base + ":fence", base + ":rw:readers", base + ":rw:waiting"},
+              {base + ":rw:writer", base + ":fence", base + ":rw:readers", base + ":rw:waiting",
+               base + ":owners"},
               base + ":rw:released"};
     case primitive::semaphore:
       return {key_kind::semaphore,
-              {base + ":sem", base + ":fence", base + ":sem:max"},
+              {base + ":sem", base + ":fence", base + ":sem:max", base + ":owners"},
               base + ":sem:released"};
     case primitive::upgrade_gate:
       // An exclusive lock of its own, in the name's hash tag (also with plain keys).
       return {key_kind::lock, {base + ":gate", base + ":fence"}, base + ":gate:released"};
     case primitive::election:
-      // An exclusive lock of its own with the leader's record beside it (KEYS[3]), which the
-      // scripts extend and delete with the lock (docs/election.md).
-      return {key_kind::lock, {base + ":election", base + ":fence", base + ":leader"},
+      // An exclusive lock of its own, with owners of its own (so that the lock of the same
+      // name never shows the leader as its holder) and the leader's record beside it
+      // (KEYS[4]), which the scripts extend and delete with the lock (docs/election.md).
+      return {key_kind::lock,
+              {base + ":election", base + ":fence", base + ":election:owners", base + ":leader"},
               base + ":election:released"};
   }
   throw std::invalid_argument("dlock: redis: unknown primitive");
+}
+
+key_set key_scheme::inspection_keys(std::string_view name) const {
+  const std::string base = prefix_ + "{" + escape_for_tag(name) + "}";
+  const std::string lock = lock_key(name);
+  return {key_kind::lock,
+          {lock, base + ":rw:writer", base + ":rw:readers", base + ":rw:waiting", base + ":sem",
+           base + ":sem:max", base + ":owners", base + ":gate"},
+          {}};
+}
+
+std::vector<std::string> key_scheme::release_channels(std::string_view name) const {
+  const std::string base = prefix_ + "{" + escape_for_tag(name) + "}";
+  return {plain_keys_ ? lock_key(name) + ":dlock-released" : base + ":released",
+          base + ":rw:released", base + ":sem:released", base + ":gate:released"};
 }
 
 }  // namespace dlock::redis::detail

@@ -40,6 +40,16 @@ class key_scheme {
   /// mode.
   key_set keys_for(const acquire_request& request, const dlock::backend& owner) const;
 
+  /// Every key a name's grants live in, for the inspect and break scripts: the lock, the
+  /// reader-writer lock's writer, readers and waiting writers, the semaphore's holders and
+  /// max_count, the owners hash, the upgrade gate (scripts.hpp).
+  key_set inspection_keys(std::string_view name) const;
+  /// The release channels of every primitive of `name`: lock, reader-writer lock, semaphore,
+  /// upgrade gate.
+  /// The command a release publishes with: SPUBLISH to a cluster's shard channels, else PUBLISH.
+  std::string publish_command() const { return shard_channels_ ? "SPUBLISH" : "PUBLISH"; }
+  std::vector<std::string> release_channels(std::string_view name) const;
+
  private:
   key_set keys_for_name(const acquire_request& request, const dlock::backend& owner) const;
 

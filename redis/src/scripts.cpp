@@ -21,11 +21,32 @@ local function lengthen(key, ms)
 end
 )lua";
 
-// KEYS: lock: {key, fence} (an election's lock: {key, fence, leader record}); read/write:
-// {writer, fence, readers, waiting writers}; sem: {holders, fence, max_count}.
+// The name's owners hash (token -> "<fencing token> <granted at, server ms> <owner>"): KEYS[3]
+// of a lock (an election's has its leader record after it), the last of a reader-writer lock's
+// and a semaphore's KEYS; nil for an upgrade gate and a plain-key lock, which record no owner.
+constexpr const char* owners_function = R"lua(
+local function owners_key(kind)
+  if kind == 'lock' then return KEYS[3] end
+  if kind == 'sem' then return KEYS[4] end
+  return KEYS[5]
+end
+)lua";
+
+// KEYS: lock: {key, fence, owners} (an election's lock: {key, fence, owners, leader record});
+// read/write: {writer, fence, readers, waiting writers, owners}; sem: {holders, fence,
+// max_count, owners}.
 constexpr const char* acquire_body = R"lua(
 local token, expiry, kind = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local proposal, max_count = tonumber(ARGV[4]), tonumber(ARGV[5])
+local owners = owners_key(kind)
+-- A grant records its owner in the same script, so no grant is ever seen without it.
+local function granted(fencing_token)
+  if owners then
+    redis.call('HSET', owners, token, fencing_token .. ' ' .. now_ms() .. ' ' .. (ARGV[8] or ''))
+    lengthen(owners, expiry)
+  end
+  return {1, fencing_token}
+end
 if proposal > 0 then
   local current = tonumber(redis.call('GET', KEYS[2]) or '0')
   if current >= proposal then return {-1, current} end
@@ -51,8 +72,8 @@ end
 -- again with the same token): granted again, with a fresh lease; a single server's counter is
 -- not raised again (the lost reply's token), RedLock's is set to the new proposal.
 local function again()
-  if proposal == 0 then return {1, tonumber(redis.call('GET', KEYS[2]) or '0')} end
-  return {1, fence()}
+  if proposal == 0 then return granted(tonumber(redis.call('GET', KEYS[2]) or '0')) end
+  return granted(fence())
 end
 if kind == 'lock' or kind == 'write' then
   if redis.call('GET', KEYS[1]) == token then
@@ -62,7 +83,7 @@ if kind == 'lock' or kind == 'write' then
   end
 end
 if kind == 'lock' then
-  if redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then return {1, fence()} end
+  if redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then return granted(fence()) end
   return {0, redis.call('PTTL', KEYS[1])}
 end
 local now = now_ms()
@@ -96,7 +117,7 @@ if kind == 'sem' then
     redis.call('ZADD', KEYS[1], now + expiry, token)
     lengthen(KEYS[1], expiry)
     lengthen(KEYS[3], expiry)
-    return {1, fence()}
+    return granted(fence())
   end
   return {0, first_expiry(KEYS[1])}
 end
@@ -107,7 +128,7 @@ if kind == 'read' then
   if writer_ttl == -2 and redis.call('ZCARD', KEYS[4]) == 0 then
     redis.call('ZADD', KEYS[3], now + expiry, token)
     lengthen(KEYS[3], expiry)
-    return {1, fence()}
+    return granted(fence())
   end
   if writer_ttl >= 0 then return {0, writer_ttl} end
   return {0, first_expiry(KEYS[4])}
@@ -115,7 +136,7 @@ end
 if writer_ttl == -2 and redis.call('ZCARD', KEYS[3]) == 0 then
   redis.call('SET', KEYS[1], token, 'PX', expiry)
   redis.call('ZREM', KEYS[4], token)
-  return {1, fence()}
+  return granted(fence())
 end
 if ARGV[6] == '1' then
   redis.call('ZADD', KEYS[4], now + expiry, token)
@@ -128,10 +149,13 @@ return {0, first_expiry(KEYS[3])}
 constexpr const char* release_body = R"lua(
 local token, kind = ARGV[1], ARGV[2]
 local released = 0
+-- Also when the grant is no longer ours (broken, expired): its record goes with it.
+local owners = kind ~= 'withdraw' and owners_key(kind)
+if owners then redis.call('HDEL', owners, token) end
 if kind == 'lock' or kind == 'write' then
   if redis.call('GET', KEYS[1]) == token then
     redis.call('DEL', KEYS[1])
-    if kind == 'lock' and KEYS[3] then redis.call('DEL', KEYS[3]) end
+    if kind == 'lock' and KEYS[4] then redis.call('DEL', KEYS[4]) end
     released = 1
   end
 elseif kind == 'read' then
@@ -151,7 +175,8 @@ local token, kind, expiry = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if kind == 'lock' or kind == 'write' then
   if redis.call('GET', KEYS[1]) == token then
     redis.call('PEXPIRE', KEYS[1], expiry)
-    if kind == 'lock' and KEYS[3] then redis.call('PEXPIRE', KEYS[3], expiry) end
+    if owners_key(kind) then lengthen(owners_key(kind), expiry) end
+    if kind == 'lock' and KEYS[4] then redis.call('PEXPIRE', KEYS[4], expiry) end
     return 1
   end
   return 0
@@ -164,7 +189,43 @@ if not score or tonumber(score) <= now then return 0 end
 redis.call('ZADD', set, 'XX', now + expiry, token)
 lengthen(set, expiry)
 if kind == 'sem' then lengthen(KEYS[3], expiry) end
+lengthen(owners_key(kind), expiry)
 return 1
+)lua";
+
+// KEYS: inspection_keys (keys.hpp). Returns {max_count or '', {token, kind, record, ms left,
+// ...}}: the live holders of every primitive of the name and the writers queued to wait.
+constexpr const char* inspect_body = R"lua(
+local now = now_ms()
+local parties = {}
+local function add(token, kind, left)
+  local record = redis.call('HGET', KEYS[7], token) or ''
+  for _, v in ipairs({token, kind, record, left}) do parties[#parties + 1] = v end
+end
+for _, held in ipairs({{KEYS[1], 'exclusive'}, {KEYS[2], 'write'}}) do
+  local token = redis.call('GET', held[1])
+  if token then add(token, held[2], redis.call('PTTL', held[1])) end
+end
+for _, set in ipairs({{KEYS[3], 'read'}, {KEYS[5], 'slot'}, {KEYS[4], 'waiting-write'}}) do
+  local members = redis.call('ZRANGEBYSCORE', set[1], '(' .. now, '+inf', 'WITHSCORES')
+  for i = 1, #members, 2 do add(members[i], set[2], tonumber(members[i + 1]) - now) end
+end
+return {redis.call('GET', KEYS[6]) or '', parties}
+)lua";
+
+// KEYS: inspection_keys; ARGV: PUBLISH or SPUBLISH, then the release channels. Deletes every grant of the name (the
+// fencing counter stays, so the next token is higher) and wakes every waiter. Returns how many
+// grants it removed.
+constexpr const char* break_body = R"lua(
+local removed = 0
+for _, key in ipairs({KEYS[1], KEYS[2], KEYS[8]}) do removed = removed + redis.call('DEL', key) end
+for _, key in ipairs({KEYS[3], KEYS[5]}) do
+  removed = removed + redis.call('ZCARD', key)
+  redis.call('DEL', key)
+end
+redis.call('DEL', KEYS[6], KEYS[7])
+for i = 2, #ARGV do redis.call(ARGV[1], ARGV[i], 'released') end
+return removed
 )lua";
 
 constexpr const char* count_body = R"lua(
@@ -187,22 +248,34 @@ const script& make_script(std::string source) {
 }  // namespace
 
 const script& acquire_script() {
-  static const script& instance = make_script(std::string(now_function) + acquire_body);
+  static const script& instance =
+      make_script(std::string(now_function) + owners_function + acquire_body);
   return instance;
 }
 
 const script& release_script() {
-  static const script& instance = make_script(release_body);
+  static const script& instance = make_script(std::string(owners_function) + release_body);
   return instance;
 }
 
 const script& extend_script() {
-  static const script& instance = make_script(std::string(now_function) + extend_body);
+  static const script& instance =
+      make_script(std::string(now_function) + owners_function + extend_body);
   return instance;
 }
 
 const script& count_script() {
   static const script& instance = make_script(std::string(now_function) + count_body);
+  return instance;
+}
+
+const script& inspect_script() {
+  static const script& instance = make_script(std::string(now_function) + inspect_body);
+  return instance;
+}
+
+const script& break_script() {
+  static const script& instance = make_script(break_body);
   return instance;
 }
 

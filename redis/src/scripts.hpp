@@ -20,7 +20,8 @@ struct script {
 };
 
 /// ARGV: token, expiry ms, kind, proposal (0: bump the counter; else a RedLock proposal),
-/// max_count, queue ("1": a writer that will wait registers so that new readers hold back).
+/// max_count, queue ("1": a writer that will wait registers so that new readers hold back),
+/// owner (recorded with the grant in the name's owners hash, docs/redis.md).
 /// Returns {1, fencing token} granted; {0, ms until it may free} taken (-1: no expiry);
 /// {-1, counter} the proposal is not above this node's counter; {-2, stored max_count} the
 /// semaphore is in use with another max_count.
@@ -34,6 +35,15 @@ const script& release_script();
 /// ARGV: token, kind, expiry ms. Extends the grant if it is still ours and unexpired; never
 /// re-creates it. Returns 1 if extended, 0 if not ours.
 const script& extend_script();
+
+/// KEYS: key_scheme::inspection_keys. Returns {max_count or "", {token, kind, owner record, ms
+/// left, ...}} with kind "exclusive", "write", "read", "slot" or "waiting-write".
+const script& inspect_script();
+
+/// KEYS: key_scheme::inspection_keys; ARGV: the name's release channels. Deletes every grant
+/// of the name (not its fencing counter) and PUBLISHes on every channel. Returns the grants
+/// removed.
+const script& break_script();
 
 /// KEYS of a semaphore; ARGV: max_count. Returns {holders, max_count} or {-2, stored}.
 const script& count_script();

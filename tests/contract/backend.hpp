@@ -63,6 +63,18 @@ class backend_fixture {
   /// with std::invalid_argument naming both counts. Every backend but MySQL does (its named
   /// locks record no count; docs/mysql.md, "Limits"); the flag goes when it does too.
   virtual bool checks_max_count_at_acquire() const { return true; }
+
+  /// Whether provider::inspect(), list_locks() and break_lock() are implemented for this
+  /// backend yet (issue 19; docs/observability.md lists the backends that are).
+  virtual bool inspects() const { return false; }
+
+  /// Whether provider::list_locks() is implemented for this backend yet (Redis: not yet, it
+  /// would SCAN every node).
+  virtual bool lists_locks() const { return inspects(); }
+
+  /// Whether inspect() shows the owner of every holder and waiter. The file backend stores one
+  /// owner record per lock file, written by its exclusive holder: readers show their process.
+  virtual bool inspect_sees_every_owner() const { return true; }
 };
 
 /// The backend under test in this executable.

@@ -10,6 +10,7 @@
 #include <dlock/core/errors.hpp>
 #include <dlock/core/fence.hpp>
 #include <dlock/core/health.hpp>
+#include <dlock/core/inspection.hpp>
 #include <dlock/core/lock_handle.hpp>
 #include <dlock/core/metrics_sink.hpp>
 #include <dlock/core/prometheus_metrics.hpp>

@@ -113,6 +113,10 @@ class file_fixture final : public backend_fixture {
     return kind == dlock::primitive::reader_writer_lock;
   }
 
+  bool inspects() const override { return true; }
+  // Readers share their file: only an exclusive holder writes its owner there.
+  bool inspect_sees_every_owner() const override { return false; }
+
   void acquire_from_unreachable_endpoint() override {
     // A directory below a regular file can never be created.
     auto files = std::make_shared<dlock::file::provider>(

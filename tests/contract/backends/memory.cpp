@@ -21,7 +21,7 @@ class memory_fixture final : public backend_fixture {
   std::string url() const override { return "memory:///" + domain_; }
 
   void break_lock(const std::string& name) override {
-    dlock::memory::provider(dlock::memory::options{.domain = domain_}).break_lock(name);
+    dlock::memory::provider(dlock::memory::options{.domain = domain_}).break_lock(name);  // dlock::provider's
   }
 
   // The memory backend breaks every primitive of a name at once, the election's lock too.
@@ -38,6 +38,7 @@ class memory_fixture final : public backend_fixture {
     return std::nullopt;
   }
   bool footprint_shows_waiters(dlock::primitive) const override { return false; }
+  bool inspects() const override { return true; }
 
  private:
   std::string domain_ = support::unique_name("contract");

@@ -126,6 +126,8 @@ class redis_fixture final : public backend_fixture {
 
   // A waiting lock, writer, reader or semaphore subscribes to the name's release channel.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
+  bool inspects() const override { return true; }
+  bool lists_locks() const override { return false; }
 
   void acquire_from_unreachable_endpoint() override {
     // Sentinel: an unreachable sentinel, asked for the master the URL names.

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 
 #include <dlock/core/detail/acquire.hpp>
 #include <dlock/core/lock_handle.hpp>
@@ -89,6 +90,13 @@ class distributed_lock {
   /// docs/semantics.md, "Maximum hold time". Throws std::invalid_argument if negative.
   [[nodiscard]] distributed_lock with_max_hold(std::chrono::nanoseconds limit) const {
     return distributed_lock(detail::with_max_hold(target_, limit));
+  }
+
+  /// A copy of this lock whose grants carry `owner` (what inspect() shows; the provider's
+  /// owner otherwise, provider::set_owner). Throws std::invalid_argument for an owner over 256
+  /// bytes or with a control character.
+  [[nodiscard]] distributed_lock with_owner(std::string owner) const {
+    return distributed_lock(detail::with_owner(target_, std::move(owner)));
   }
 
   const std::string& name() const noexcept { return target_.name; }

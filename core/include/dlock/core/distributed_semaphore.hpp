@@ -6,6 +6,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 
 #include <dlock/core/detail/acquire.hpp>
 #include <dlock/core/lock_handle.hpp>
@@ -71,6 +72,13 @@ class distributed_semaphore {
   /// it; see docs/semantics.md, "Maximum hold time". Throws std::invalid_argument if negative.
   [[nodiscard]] distributed_semaphore with_max_hold(std::chrono::nanoseconds limit) const {
     return distributed_semaphore(detail::with_max_hold(target_, limit));
+  }
+
+  /// A copy of this semaphore whose grants carry `owner` (what inspect() shows; the provider's
+  /// owner otherwise, provider::set_owner). Throws std::invalid_argument for an owner over 256
+  /// bytes or with a control character.
+  [[nodiscard]] distributed_semaphore with_owner(std::string owner) const {
+    return distributed_semaphore(detail::with_owner(target_, std::move(owner)));
   }
 
   const std::string& name() const noexcept { return target_.name; }

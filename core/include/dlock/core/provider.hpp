@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 
@@ -22,6 +23,7 @@
 #include <dlock/core/election.hpp>
 #include <dlock/core/errors.hpp>
 #include <dlock/core/health.hpp>
+#include <dlock/core/inspection.hpp>
 #include <dlock/core/metrics_sink.hpp>
 
 namespace dlock {
@@ -105,6 +107,29 @@ class provider : public lock_provider,
   /// extensions that failed, reconnections. dlock::prometheus_metrics is a ready sink.
   /// Thread-safe. A grant's loss and release go to the sink that saw the grant.
   void set_metrics_sink(std::shared_ptr<metrics_sink> sink);
+
+  /// Stamps `owner` on every grant from now on whose lock names none (with_owner()); the
+  /// default is default_owner(), "<host> pid <pid> <program>". URL option: `owner=...`.
+  /// Throws std::invalid_argument for more than 256 bytes or a control character.
+  void set_owner(std::string owner);
+  std::string owner() const;
+
+  /// Who holds `name` (its lock or reader-writer lock, its semaphore) and who waits, as far as
+  /// the backend can see (docs/observability.md, "The inspector"). Throws std::invalid_argument
+  /// for an invalid name, unsupported_operation where the backend cannot look,
+  /// connection_error when its server cannot be asked.
+  lock_inspection inspect(std::string_view name) const;
+
+  /// inspect() of every name that begins with `prefix` (empty: all) and is held or waited
+  /// for, held longest first. Throws as inspect(), and unsupported_operation where the backend
+  /// cannot list names.
+  std::vector<lock_inspection> list_locks(std::string_view prefix = {}) const;
+
+  /// For an administrator: frees `name` (its lock or reader-writer lock, semaphore slots and
+  /// upgrade gate) behind its holders' backs and fences them out: the next grant's token is
+  /// higher than theirs, and their handles are lost where the backend can tell them
+  /// (docs/observability.md, "Breaking a lock"). Throws as inspect().
+  void break_lock(std::string_view name);
 
   /// The backend's name ("file", "redis", ...) and where it is (never a password).
   std::string_view scheme() const noexcept;

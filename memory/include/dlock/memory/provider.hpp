@@ -28,11 +28,9 @@ class provider : public dlock::provider {
  public:
   explicit provider(options opts = {});
 
-  /// Takes every grant of `name` (lock, reader-writer lock and semaphore) away from its
-  /// holders, as an expired lease or a dead session would: their handles are marked lost and
-  /// waiters may be granted at once. For tests of the code that handles a loss.
-  /// Throws std::invalid_argument for an invalid name.
-  void break_lock(std::string_view name);
+  // break_lock(name) (dlock::provider's) takes every grant of `name` away from its holders, as
+  // an expired lease or a dead session would: their handles are marked lost and waiters may
+  // be granted at once. Handy for tests of the code that handles a loss.
 
  private:
   provider(std::shared_ptr<detail::memory_backend> backend, error_handler on_error);

@@ -26,6 +26,7 @@
 #include <dlock/core/detail/unique_function.hpp>
 #include <dlock/core/errors.hpp>
 #include <dlock/core/health.hpp>
+#include <dlock/core/inspection.hpp>
 #include <dlock/core/lock_kind.hpp>
 
 namespace dlock {
@@ -44,6 +45,9 @@ struct acquire_request {
   /// When core will cancel a waiting request (time_point::max() for none). Backends may use
   /// it to bound a server-side wait (e.g. Postgres lock_timeout); core cancels regardless.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// Who asks (validated by core): the backend stores it with the grant where it can, for
+  /// inspect() (docs/observability.md). Empty only for requests core makes without one.
+  std::string owner;
 };
 
 /// Hands `error` to `handler`, or prints its message as one line to stderr when `handler`
@@ -155,6 +159,25 @@ class backend {
   /// default) when the backend has none: provider::create_election then throws. A backend
   /// with a board must also keep primitive::election locks apart from its other names.
   virtual std::shared_ptr<election_board> elections() { return nullptr; }
+
+  /// What the server shows of `name` now, across its primitives (the lock and reader-writer
+  /// lock of that name, its semaphore): holders and, where visible, waiters. A name nobody
+  /// holds or waits for gives an inspection with neither. The default throws
+  /// unsupported_operation; each backend documents what it can see. Throws connection_error
+  /// when the server cannot be asked.
+  virtual lock_inspection inspect(const std::string& name);
+
+  /// inspect() of every name beginning with `prefix` that is held or waited for now, in no
+  /// particular order. The default throws unsupported_operation (a backend that cannot list
+  /// its names).
+  virtual std::vector<lock_inspection> list_locks(const std::string& prefix);
+
+  /// An administrator's break: frees every grant of `name` (lock, reader-writer lock,
+  /// semaphore slots, upgrade gate) so that waiters go on, and fences the holders out: their
+  /// next grant's token is higher, and their handles are marked lost where the backend can
+  /// tell them. The default throws unsupported_operation. Throws connection_error when the
+  /// server cannot be told.
+  virtual void break_lock(const std::string& name);
 
   /// Called once by core when it takes the backend over, before start().
   void attach_events(std::shared_ptr<backend_events> events) noexcept;

@@ -43,11 +43,17 @@ struct lock_target {
   /// reader-writer lock behind it. A step is taken as asked (a write is not gated again) and
   /// not counted in the provider's metrics: the gated acquire counts once.
   bool step = false;
+  /// The owner stored with its grants; empty: the provider's (provider::set_owner).
+  std::string owner;
 };
 
 /// A copy of `target` whose grants end after `max_hold`. Throws std::invalid_argument for a
 /// negative duration.
 lock_target with_max_hold(lock_target target, std::chrono::nanoseconds max_hold);
+
+/// A copy of `target` whose grants carry `owner`. Throws std::invalid_argument for an owner
+/// that validate_owner() rejects.
+lock_target with_owner(lock_target target, std::string owner);
 
 /// The semaphore's current count (free slots), if its backend can tell.
 std::optional<std::uint32_t> current_count(const lock_target& target);

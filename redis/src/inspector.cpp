@@ -1,0 +1,135 @@
+// What Redis shows an inspector, and an administrator's break (docs/redis.md, "What inspect can
+// see"). With RedLock, a grant counts where a majority of the nodes shows it.
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+#include <dlock/core/backend/blocking_call.hpp>
+
+#include "backend.hpp"
+
+namespace dlock::redis::detail {
+
+namespace {
+
+struct seen_party {
+  lock_party party;
+  bool waiting = false;
+  std::size_t nodes = 0;
+};
+
+party_kind kind_of(const std::string& word) {
+  if (word == "write" || word == "waiting-write") return party_kind::write;
+  if (word == "read") return party_kind::read;
+  if (word == "slot") return party_kind::semaphore_slot;
+  return party_kind::exclusive;
+}
+
+// "<fencing token> <granted at, server ms> <owner>", as the acquire script records it.
+void read_record(const std::string& record, lock_party& party) {
+  const auto first = record.find(' ');
+  const auto second = record.find(' ', first == std::string::npos ? first : first + 1);
+  if (first == std::string::npos || second == std::string::npos) return;
+  std::uint64_t token = 0;
+  long long since_ms = 0;
+  std::from_chars(record.data(), record.data() + first, token);
+  std::from_chars(record.data() + first + 1, record.data() + second, since_ms);
+  party.fencing_token = token;
+  party.since = std::chrono::system_clock::time_point(std::chrono::milliseconds(since_ms));
+  party.owner = record.substr(second + 1);
+}
+
+// Adds one node's answer ({max_count, {token, kind, record, ms left, ...}}) to `seen`.
+bool add_answer(const reply& answer, std::map<std::string, seen_party>& seen,
+                std::optional<std::uint32_t>& max_count) {
+  if (answer.type != reply::kind::array || answer.elements.size() != 2) return false;
+  const reply& count = answer.elements[0];
+  const reply& parties = answer.elements[1];
+  if (!count.text.empty()) max_count = static_cast<std::uint32_t>(std::stoul(count.text));
+  for (std::size_t i = 0; i + 3 < parties.elements.size(); i += 4) {
+    // A writer's token may be granted on some nodes and still queued on another.
+    const bool waiting = parties.elements[i + 1].text == "waiting-write";
+    auto& entry = seen[parties.elements[i].text + (waiting ? " waiting" : " holding")];
+    const auto left = std::chrono::milliseconds(parties.elements[i + 3].integer);
+    if (entry.nodes++ == 0) {
+      entry.party.kind = kind_of(parties.elements[i + 1].text);
+      entry.waiting = waiting;
+      read_record(parties.elements[i + 2].text, entry.party);
+      entry.party.lease_left = left;
+    } else {
+      entry.party.lease_left = std::min(*entry.party.lease_left,
+                                        std::chrono::nanoseconds(left));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+lock_inspection redis_backend::inspect(const std::string& name) {
+  if (network_->running_in_this_thread()) {
+    throw std::logic_error("dlock: redis: inspect() called on the network thread");
+  }
+  const key_set keys = keys_.inspection_keys(name);
+  return call_and_wait<lock_inspection>(
+      network_->executor(), options_.release_timeout, message("no answer to inspect", name),
+      [this, keys, name](const blocking_reply<lock_inspection>& reply) {
+        nodes_->eval_everywhere(
+            // Every node's answer (a silent one until command_timeout): a grant on a bare
+            // majority would be missed by a majority of answers that included the third node.
+            inspect_script(), keys, {}, {nodes_->size(), confirmed},
+            [this, reply, name](std::vector<command_result> results) {
+              lock_inspection found{.name = name};
+              // Waiters for a lock or a slot only subscribe; queued writers alone show.
+              found.waiters_visible = false;
+              std::map<std::string, seen_party> seen;
+              std::size_t answered = 0;
+              for (const auto& r : results) {
+                if (confirmed(r) && add_answer(r.value, seen, found.max_count)) ++answered;
+              }
+              if (answered < nodes_->majority()) {
+                reply.set_error(std::make_exception_ptr(
+                    connection_error(message(nodes_->failures(results), name))));
+                return;
+              }
+              for (auto& [token, entry] : seen) {
+                if (entry.nodes < nodes_->majority()) continue;
+                (entry.waiting ? found.waiters : found.holders).push_back(std::move(entry.party));
+              }
+              std::stable_sort(found.holders.begin(), found.holders.end(),
+                               [](const auto& a, const auto& b) { return a.since < b.since; });
+              if (found.holders.empty()) found.max_count.reset();
+              reply.set_value(std::move(found));
+            });
+      });
+}
+
+// The holders' watchdogs find their keys gone at their next extension ("not ours") and mark
+// their handles lost; the fencing counter stays, so the next grant's token is higher.
+void redis_backend::break_lock(const std::string& name) {
+  if (network_->running_in_this_thread()) {
+    throw std::logic_error("dlock: redis: break_lock() called on the network thread");
+  }
+  const key_set keys = keys_.inspection_keys(name);
+  // The publish command first, then the channels: a cluster's waiters listen on shard channels.
+  std::vector<std::string> channels{keys_.publish_command()};
+  for (auto& channel : keys_.release_channels(name)) channels.push_back(std::move(channel));
+  call_and_wait<bool>(
+      network_->executor(), options_.release_timeout, message("no answer to break_lock", name),
+      [this, keys, channels, name](const blocking_reply<bool>& reply) {
+        // Every node: a node left out would keep its share of a RedLock grant until expiry.
+        nodes_->eval_everywhere(
+            break_script(), keys, channels, {nodes_->size(), confirmed},
+            [this, reply, name](std::vector<command_result> results) {
+              if (std::count_if(results.begin(), results.end(), confirmed) <
+                  static_cast<std::ptrdiff_t>(nodes_->majority())) {
+                reply.set_error(std::make_exception_ptr(
+                    connection_error(message(nodes_->failures(results), name))));
+                return;
+              }
+              reply.set_value(true);
+            });
+      });
+}
+
+}  // namespace dlock::redis::detail
