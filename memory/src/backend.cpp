@@ -323,7 +323,10 @@ std::vector<lock_inspection> memory_domain::list(const std::string& prefix) {
   std::map<std::string, lock_inspection> found;
   std::lock_guard lock(mutex_);
   for (const auto& [key, r] : resources_) {
-    if (key[0] == 'G' || !std::string_view(key).substr(1).starts_with(prefix)) continue;
+    // Upgrade gates and elections are not locks a user lists.
+    if (key[0] == 'G' || key[0] == 'E' || !std::string_view(key).substr(1).starts_with(prefix)) {
+      continue;
+    }
     const std::string name = key.substr(1);
     auto& entry = found.try_emplace(name, lock_inspection{.name = name}).first->second;
     describe(r, entry);
