@@ -8,7 +8,6 @@
 #include <dlock/core.hpp>
 
 #include "backend_plugins.hpp"
-
 #include "exit_codes.hpp"
 
 namespace dlock::cli {

@@ -9,8 +9,10 @@
 #include <stdexcept>
 #include <thread>
 
-#include <dlock/dlock.hpp>
+#include <dlock/core.hpp>
+#include <dlock/core/backend/provider_url.hpp>
 
+#include "backend_plugins.hpp"
 #include "command_line.hpp"
 #include "exit_codes.hpp"
 #include "inspection_output.hpp"
@@ -117,7 +119,7 @@ bool confirmed(const lock_inspection& found) {
 }
 
 int run(const inspect_args& args) {
-  const auto locks = dlock::make_provider(args.url);
+  const auto locks = make_provider(args.url);
   if (args.command == "ls") return list(*locks, args);
   if (args.command == "inspect") {
     const auto found = locks->inspect(args.name);

@@ -78,7 +78,7 @@ TEST_CASE("a slot migrated while its lock is held: ASK while it moves, MOVED aft
 
   // A provider that knows the map from before the migration, and will be sent to the old master.
   auto bystander = dlock::make_provider(url("expiry=900ms"));
-  bystander->create_lock(support::unique_name("map-loader")).try_acquire();
+  CHECK(bystander->create_lock(support::unique_name("map-loader")).try_acquire());
 
   // The held lock's keys move while the slot migrates: the watchdog's extension, sent to the
   // old master, is told ASK and extends the keys on the new one.
