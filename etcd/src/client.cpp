@@ -99,7 +99,12 @@ etcd_client::etcd_client(const options& opts, boost::asio::any_io_executor execu
       lease_(pb::Lease::NewStub(channel_)),
       auth_(pb::Auth::NewStub(channel_)) {}
 
-etcd_client::~etcd_client() { shutdown(); }
+etcd_client::~etcd_client() {
+  shutdown();
+  std::unique_lock lock(mutex_);
+  // Bounded: a context kept by mistake must not hang the provider's destructor.
+  idle_.wait_for(lock, std::chrono::seconds(5), [&] { return live_contexts_ == 0; });
+}
 
 std::string etcd_client::authenticate(std::chrono::nanoseconds timeout) {
   if (user_.empty()) return {};
@@ -118,7 +123,20 @@ std::string etcd_client::authenticate(std::chrono::nanoseconds timeout) {
 }
 
 std::shared_ptr<grpc::ClientContext> etcd_client::new_context(std::chrono::nanoseconds timeout) {
-  auto context = std::make_shared<grpc::ClientContext>();
+  {
+    std::lock_guard lock(mutex_);
+    ++live_contexts_;
+  }
+  // A context holds a reference to the channel and is often destroyed on one of gRPC's
+  // callback threads; were it the channel's last, gRPC would tear down that very thread's pool
+  // from inside it (a double free at exit under AddressSanitizer). So ~etcd_client, which
+  // holds the channel, waits until every context is gone.
+  std::shared_ptr<grpc::ClientContext> context(new grpc::ClientContext,
+                                               [this](grpc::ClientContext* finished) {
+                                                 delete finished;
+                                                 std::lock_guard lock(mutex_);
+                                                 if (--live_contexts_ == 0) idle_.notify_all();
+                                               });
   // A call waits through a reconnect (to this member or the next) instead of failing at once.
   context->set_wait_for_ready(true);
   if (timeout != std::chrono::nanoseconds::max()) {
@@ -165,14 +183,17 @@ void etcd_client::unary(Request request, std::chrono::nanoseconds timeout, Start
   };
   auto c = std::make_shared<call>(call{new_context(timeout), std::move(request), {}, std::move(done)});
   if (!track(c->context)) {
-    boost::asio::post(executor_, [c] {
-      c->done(grpc::Status(grpc::StatusCode::CANCELLED, "the provider is shutting down"), {});
+    boost::asio::post(executor_, [done = std::move(c->done)]() mutable {
+      done(grpc::Status(grpc::StatusCode::CANCELLED, "the provider is shutting down"), {});
     });
     return;
   }
   start(c->context.get(), &c->request, &c->response, [this, c](grpc::Status status) {
-    boost::asio::post(executor_, [c, status = std::move(status)]() mutable {
-      c->done(std::move(status), std::move(c->response));
+    // The answer alone goes to the executor: a handler still queued there when the provider
+    // goes must not keep the context (see new_context).
+    boost::asio::post(executor_, [done = std::move(c->done), status = std::move(status),
+                                  response = std::move(c->response)]() mutable {
+      done(std::move(status), std::move(response));
     });
     untrack(c->context);  // last: shutdown() may return, and the executor go, after this
   });

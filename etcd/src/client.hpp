@@ -102,6 +102,7 @@ class etcd_client {
     bool stream;
   };
   std::map<grpc::ClientContext*, call_out> out_;
+  std::size_t live_contexts_ = 0;  // made by new_context and not yet destroyed
 };
 
 /// The key just past every key that begins with `prefix` (etcd's range_end for a prefix).
