@@ -9,27 +9,11 @@
 
 #include "backend_plugins.hpp"
 #include "exit_codes.hpp"
+#include "inspection_output.hpp"
 
 namespace dlock::cli {
 
 namespace {
-
-std::string json_string(const std::string& text) {
-  std::string quoted = "\"";
-  for (unsigned char c : text) {
-    if (c == '"' || c == '\\') {
-      quoted += '\\';
-      quoted += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-      quoted += escaped;
-    } else {
-      quoted += static_cast<char>(c);
-    }
-  }
-  return quoted + "\"";
-}
 
 std::string describe(const std::string& name, const std::optional<dlock::leader_info>& leader,
                      bool json) {

@@ -9,6 +9,9 @@
 
 namespace dlock::cli {
 
+/// `text` as a JSON string, quotes included (control characters escaped), for every --json.
+std::string json_string(const std::string& text);
+
 /// "3m12s", "1h04m", "850ms": a duration for a screen.
 std::string short_duration(std::chrono::nanoseconds d);
 
