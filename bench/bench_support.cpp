@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 #include <new>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
 
@@ -67,9 +68,10 @@ void take_turns(handoff_board& board, int me, const std::string& url, int rounds
 
 // Shared by the contending processes.
 struct contention_board {
+  static constexpr int max_contenders = 1024;
   std::atomic<int> ready{0};
   std::atomic<std::int64_t> stop_at_ns{0};
-  std::atomic<std::int64_t> grants{0};
+  std::atomic<std::int64_t> grants[max_contenders] = {};
 };
 
 }  // namespace
@@ -172,7 +174,12 @@ std::vector<double> handoff(const std::string& url, int rounds, std::chrono::mic
   return samples;
 }
 
-double grants_per_second(const std::string& url, int contenders, double seconds) {
+std::vector<std::int64_t> grants_per_process(const std::string& url, int contenders,
+                                             double seconds) {
+  if (contenders < 1 || contenders > contention_board::max_contenders) {
+    throw std::invalid_argument("contenders must be 1 to " +
+                                std::to_string(contention_board::max_contenders));
+  }
   void* memory = ::mmap(nullptr, sizeof(contention_board), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) throw std::runtime_error("mmap failed");
@@ -191,7 +198,7 @@ double grants_per_second(const std::string& url, int contenders, double seconds)
           dlock::lock_handle held = lock.acquire();
           ++mine;
         }
-        board->grants.fetch_add(mine);
+        board->grants[i] = mine;
         ::_exit(0);
       } catch (const std::exception& e) {
         std::cerr << "contender: " << e.what() << "\n";
@@ -213,10 +220,16 @@ double grants_per_second(const std::string& url, int contenders, double seconds)
     ::waitpid(child, &status, 0);
     failed = failed || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
   }
-  const double rate = static_cast<double>(board->grants.load()) / seconds;
+  std::vector<std::int64_t> grants(board->grants, board->grants + contenders);
   ::munmap(memory, sizeof(contention_board));
   if (failed) throw std::runtime_error("a contender failed");
-  return rate;
+  return grants;
+}
+
+double grants_per_second(const std::string& url, int contenders, double seconds) {
+  const auto grants = grants_per_process(url, contenders, seconds);
+  return static_cast<double>(std::accumulate(grants.begin(), grants.end(), std::int64_t{0})) /
+         seconds;
 }
 
 std::optional<run_options> parse_run_options(int argc, char** argv, const std::string& program,

@@ -58,6 +58,10 @@ std::vector<double> handoff(const std::string& url, int rounds, std::chrono::mic
 /// Throws std::runtime_error when a contender fails.
 double grants_per_second(const std::string& url, int contenders, double seconds);
 
+/// As grants_per_second, but the grants of each process (at most 1024 processes).
+std::vector<std::int64_t> grants_per_process(const std::string& url, int contenders,
+                                             double seconds);
+
 /// The command line the backend benchmarks share:
 /// `<program> URL [--iterations N] [--handoffs N] [--contenders P] [--seconds S]`.
 struct run_options {

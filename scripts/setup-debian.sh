@@ -4,7 +4,8 @@
 #   scripts/setup-debian.sh            build dependencies only, the backends' client libraries included
 #   scripts/setup-debian.sh --servers  also the Redis, PostgreSQL 15 and ZooKeeper servers, their
 #                                      command-line clients, and a JDK with Apache Curator for the
-#                                      ZooKeeper interoperability tests
+#                                      ZooKeeper interoperability tests, and the Python peers
+#                                      bench/peers.sh compares dlock with (kazoo, redis-py)
 #
 # Idempotent: installed packages are left alone, and `apt-get update` runs only when something is
 # missing. Never prompts (CI=true, no stdin). The servers are installed but not started: the tests
@@ -28,6 +29,8 @@ server_packages=(redis-server redis-tools redis-sentinel zookeeper default-jre-h
                  mariadb-server mariadb-client
                  # Curator, for the ZooKeeper interoperability tests and benchmark.
                  default-jdk-headless libcurator-framework-java libcurator-recipes-java
+                 # The peer libraries bench/peers.sh runs beside dlock (kazoo, redis-py's Lock).
+                 python3-kazoo python3-redis
                 # etcd and etcdctl (the tests look at the server and take locks with etcdctl)
                 etcd-server etcd-client)
 

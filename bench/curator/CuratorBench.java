@@ -1,7 +1,10 @@
 // Apache Curator doing what dlock-zookeeper-bench measures for dlock, for the same table
 // (bench/zookeeper_bench.cpp runs it after its own figures when Java was found).
 //
-//   java CuratorBench CONNECT BASE ITERATIONS HANDOFFS CONTENDERS SECONDS
+//   java CuratorBench CONNECT BASE ITERATIONS HANDOFFS CONTENDERS SECONDS [keys]
+//
+// With "keys", prints the "key value" lines of bench/peer_bench.cpp (bench/peers.sh) instead
+// of rows.
 //
 // uncontended: InterProcessMutex acquire() + release(), ITERATIONS times.
 // handoff: two clients (two sessions) take strict turns on one InterProcessMutex; each sample
@@ -14,6 +17,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
@@ -28,12 +32,18 @@ public final class CuratorBench {
     return c;
   }
 
-  private static void printRow(String what, List<Double> samples) {
+  private static boolean keys = false;
+
+  private static void printRow(String what, String key, List<Double> samples) {
     Collections.sort(samples);
     double median = samples.get(samples.size() / 2);
     double p99 = samples.get(Math.min(samples.size() - 1, (int) (0.99 * samples.size())));
-    System.out.printf("%-44s median %9.2f us   p99 %9.2f us   (n=%d)%n", what, median, p99,
-                      samples.size());
+    if (keys) {
+      System.out.printf("%s %.2f%n", key, median);
+    } else {
+      System.out.printf("%-44s median %9.2f us   p99 %9.2f us   (n=%d)%n", what, median, p99,
+                        samples.size());
+    }
   }
 
   public static void main(String[] args) throws Exception {
@@ -41,6 +51,7 @@ public final class CuratorBench {
     int iterations = Integer.parseInt(args[2]), handoffs = Integer.parseInt(args[3]);
     int contenders = Integer.parseInt(args[4]);
     double seconds = Double.parseDouble(args[5]);
+    keys = args.length > 6 && args[6].equals("keys");
 
     try (CuratorFramework c = client(connect)) {
       InterProcessMutex mutex = new InterProcessMutex(c, base + "/uncontended");
@@ -51,7 +62,7 @@ public final class CuratorBench {
         mutex.release();
         if (i >= iterations / 10) samples.add((System.nanoTime() - start) / 1000.0);
       }
-      printRow("Curator acquire+release, uncontended", samples);
+      printRow("Curator acquire+release, uncontended", "uncontended_us", samples);
     }
 
     List<Double> handoffSamples = Collections.synchronizedList(new ArrayList<>());
@@ -86,13 +97,14 @@ public final class CuratorBench {
     }
     for (Thread t : turns) t.start();
     for (Thread t : turns) t.join();
-    printRow("Curator handoff between two clients", new ArrayList<>(handoffSamples));
+    printRow("Curator handoff between two clients", "handoff_us", new ArrayList<>(handoffSamples));
 
-    AtomicLong grants = new AtomicLong();
+    AtomicLongArray grants = new AtomicLongArray(contenders);
     AtomicInteger ready = new AtomicInteger();
     AtomicLong stopAt = new AtomicLong();
     List<Thread> workers = new ArrayList<>();
     for (int i = 0; i < contenders; ++i) {
+      final int self = i;
       workers.add(new Thread(() -> {
         try (CuratorFramework c = client(connect)) {
           InterProcessMutex mutex = new InterProcessMutex(c, base + "/contended");
@@ -104,7 +116,7 @@ public final class CuratorBench {
             mutex.release();
             ++mine;
           }
-          grants.addAndGet(mine);
+          grants.set(self, mine);
         } catch (Exception e) {
           throw new RuntimeException(e);
         }
@@ -114,7 +126,18 @@ public final class CuratorBench {
     while (ready.get() < contenders) Thread.sleep(1);
     stopAt.set(System.nanoTime() + (long) (seconds * 1e9));
     for (Thread t : workers) t.join();
-    System.out.printf("%-44s %9.0f grants/s (%d clients, %.0f s)%n", "Curator contended",
-                      grants.get() / seconds, contenders, seconds);
+    long total = 0, fewest = Long.MAX_VALUE, most = 0;
+    for (int i = 0; i < contenders; ++i) {
+      total += grants.get(i);
+      fewest = Math.min(fewest, grants.get(i));
+      most = Math.max(most, grants.get(i));
+    }
+    if (keys) {
+      System.out.printf("contended_per_s %.0f%ncontended_fewest %d%ncontended_most %d%n",
+                        total / seconds, fewest, most);
+    } else {
+      System.out.printf("%-44s %9.0f grants/s (%d clients, %.0f s), per client %d to %d%n",
+                        "Curator contended", total / seconds, contenders, seconds, fewest, most);
+    }
   }
 }

@@ -1,0 +1,63 @@
+// dlock-peer-bench: the workload bench/peers.sh runs on dlock and on every peer library, for
+// one URL, printed as "key value" lines that the script puts in one table.
+//
+//   dlock-peer-bench URL [--iterations N] [--handoffs N] [--contenders P] [--seconds S]
+//                        [--settle-us U]
+//
+// uncontended_us: median of N acquire() + release of one lock (after N/10 to warm up).
+// handoff_us: two processes take strict turns on one lock, handing over only to a peer that
+//   has waited U us; median time from the holder starting release() to the waiter's
+//   acquire() returning.
+// contended_per_s, contended_fewest, contended_most: P processes acquire and release one
+//   lock for S seconds; all their grants per second, and the fewest and most of one process.
+// bench/peers/py_lock_bench.py and bench/curator/CuratorBench.java print the same keys.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <numeric>
+#include <string>
+
+#include <dlock/dlock.hpp>
+
+#include "bench_support.hpp"
+
+int main(int argc, char** argv) try {
+  using namespace dlock_bench;
+  // --settle-us is this program's own; the rest are the shared options.
+  int settle_us = 3000;
+  std::vector<char*> shared;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--settle-us" && i + 1 < argc) {
+      settle_us = std::stoi(argv[++i]);
+    } else {
+      shared.push_back(argv[i]);
+    }
+  }
+  const auto options = parse_run_options(static_cast<int>(shared.size()), shared.data(),
+                                         "dlock-peer-bench", "URL [--settle-us U]");
+  if (!options) return 64;
+  const auto& [url, iterations, handoffs, contenders, seconds] = *options;
+
+  // The runs that fork come first, while this process has no provider (and so no threads).
+  const auto handoff_samples = handoff(url, handoffs, std::chrono::microseconds(settle_us));
+  const auto grants = grants_per_process(url, contenders, seconds);
+  auto provider = dlock::make_provider(url);
+  auto lock = provider->create_lock("peer-uncontended");
+  uncontended(lock, std::max(1, iterations / 10));
+  const auto alone = summarize(uncontended(lock, iterations));
+
+  std::printf("uncontended_us %.2f\n", alone.median_us);
+  std::printf("handoff_us %.2f\n", summarize(handoff_samples).median_us);
+  std::printf("contended_per_s %.0f\n",
+              static_cast<double>(std::accumulate(grants.begin(), grants.end(), std::int64_t{0})) /
+                  seconds);
+  std::printf("contended_fewest %lld\n",
+              static_cast<long long>(*std::min_element(grants.begin(), grants.end())));
+  std::printf("contended_most %lld\n",
+              static_cast<long long>(*std::max_element(grants.begin(), grants.end())));
+  return 0;
+} catch (const std::exception& e) {
+  std::cerr << "dlock-peer-bench: " << e.what() << "\n";
+  return 1;
+}

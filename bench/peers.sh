@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# dlock beside the libraries users would otherwise pick, against the same servers in one run,
+# printed as one Markdown table (docs/benchmarks.md#peers-side-by-side).
+#
+#   bench/peers.sh [--build DIR] [--short]
+#
+# Needs a build with the targets dlock-peer-bench (which builds the Curator program too),
+# dlock-cli-bench and dlock, and Debian's python3-kazoo and python3-redis (the peers run on
+# /usr/bin/python3, where Debian puts them). Starts its own Redis and ZooKeeper test servers
+# (scripts/test-servers.sh, a state directory of its own) and stops them when it ends.
+#
+# Every peer runs the workload of bench/peer_bench.cpp: the median uncontended acquire +
+# release; the median handoff between two processes taking strict turns (release started to
+# the waiter's acquire returned); P processes contending for one lock for S seconds (grants
+# per second, and the fewest and most grants of one process). For files: `dlock -n file://DIR
+# job -- /bin/true` against `flock DIR/job.lock /bin/true`, per process (dlock-cli-bench), and
+# P shell loops running each for S seconds.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=$root/build
+short=false
+while (($#)); do
+  case "$1" in
+    --build) build=$(cd "$2" && pwd); shift 2 ;;
+    --short) short=true; shift ;;
+    *) echo "usage: bench/peers.sh [--build DIR] [--short]" >&2; exit 64 ;;
+  esac
+done
+
+if $short; then  # about 40 s on the 2-core reference machine, for CI
+  iterations=300 handoffs=30 contenders=8 seconds=1 cli_runs=50 polling_handoffs=10
+else
+  iterations=2000 handoffs=300 contenders=8 seconds=5 cli_runs=300 polling_handoffs=50
+fi
+
+python=/usr/bin/python3
+for needed in "$build/bench/dlock-peer-bench" "$build/bench/dlock-cli-bench" "$build/cli/dlock"; do
+  [[ -x $needed ]] || { echo "peers: $needed is missing; build dlock-peer-bench dlock-cli-bench" >&2; exit 1; }
+done
+"$python" -c 'import kazoo, redis' 2>/dev/null ||
+  { echo "peers: $python lacks kazoo or redis (apt-get install python3-kazoo python3-redis)" >&2; exit 1; }
+# shellcheck source=/dev/null
+source "$build/bench/peers.env"  # DLOCK_JAVA, DLOCK_CURATOR_BENCH_CLASSPATH (empty without a JDK)
+
+state=$(mktemp -d "${TMPDIR:-/tmp}/dlock-peers.XXXXXX")
+servers=("$root/scripts/test-servers.sh" --state-dir "$state")
+cleanup() {
+  "${servers[@]}" stop >/dev/null 2>&1 || true
+  rm -rf "$state"
+}
+trap cleanup EXIT
+"${servers[@]}" start --owner peers redis zookeeper >/dev/null
+# shellcheck source=/dev/null
+source "$state/endpoints.env"
+zookeeper=${DLOCK_TEST_ZOOKEEPER#zookeeper://}
+redis=${DLOCK_TEST_REDIS#redis://}
+run_id=peers-$$
+
+# results["<system>/<key>"]: the "key value" lines of one system's run.
+declare -A results
+collect() {
+  local system=$1 output
+  shift
+  echo "peers: $system ..." >&2
+  output=$("$@") || { echo "peers: $system failed" >&2; exit 1; }
+  while read -r key value; do results["$system/$key"]=$value; done <<<"$output"
+}
+
+shared=(--iterations "$iterations" --handoffs "$handoffs" --contenders "$contenders" --seconds "$seconds")
+# The settle times of the backends' own benchmarks: long enough for a waiter to queue.
+collect dlock-zookeeper "$build/bench/dlock-peer-bench" "$DLOCK_TEST_ZOOKEEPER/dlock-$run_id" \
+  "${shared[@]}" --settle-us 3000
+collect kazoo "$python" "$root/bench/peers/py_lock_bench.py" kazoo "$zookeeper" "/kazoo-$run_id" \
+  "${shared[@]}" --settle-us 3000
+if [[ -n $DLOCK_CURATOR_BENCH_CLASSPATH ]]; then
+  collect curator "$DLOCK_JAVA" -cp "$DLOCK_CURATOR_BENCH_CLASSPATH" CuratorBench "$zookeeper" \
+    "/curator-$run_id" "$iterations" "$handoffs" "$contenders" "$seconds" keys
+fi
+collect dlock-redis "$build/bench/dlock-peer-bench" "$DLOCK_TEST_REDIS?prefix=dlock-$run_id:" \
+  "${shared[@]}" --settle-us 2000
+# redis-py's waiter polls every 100 ms: fewer handoffs, or they alone take minutes.
+collect redis-py "$python" "$root/bench/peers/py_lock_bench.py" redis "$redis" "redis-py-$run_id:" \
+  --iterations "$iterations" --handoffs "$polling_handoffs" --contenders "$contenders" \
+  --seconds "$seconds" --settle-us 2000
+
+# Files: per process, from dlock-cli-bench (alternating runs), and P loops of each command.
+echo "peers: dlock and flock(1) per process ..." >&2
+locks=$state/file-locks
+mkdir -p "$locks"
+cli_output=$("$build/bench/dlock-cli-bench" --dlock "$build/cli/dlock" --runs "$cli_runs" --directory "$locks")
+results[flock/uncontended_us]=$(awk '/^flock /{print $(NF-4)}' <<<"$cli_output")
+results[dlock-cli/uncontended_us]=$(awk '/^dlock -n file:/{print $(NF-4)}' <<<"$cli_output")
+
+# P shell loops running one command until a common deadline; sets <system>/contended_*.
+command_contention() {
+  local system=$1
+  shift
+  echo "peers: $system, $contenders processes contending ..." >&2
+  local start=$((${EPOCHREALTIME/./} + 500000)) counts=() count
+  local end=$((start + ${seconds%.*} * 1000000))
+  for ((p = 0; p < contenders; ++p)); do
+    (
+      while ((${EPOCHREALTIME/./} < start)); do sleep 0.01; done
+      n=0
+      while ((${EPOCHREALTIME/./} < end)); do "$@" && n=$((n + 1)); done
+      echo "$n" >"$state/$system.$p"
+    ) &
+  done
+  wait
+  local total=0 fewest='' most=0
+  for ((p = 0; p < contenders; ++p)); do
+    count=$(<"$state/$system.$p")
+    total=$((total + count))
+    if [[ -z $fewest ]] || ((count < fewest)); then fewest=$count; fi
+    if ((count > most)); then most=$count; fi
+  done
+  results[$system/contended_per_s]=$((total / ${seconds%.*}))
+  results[$system/contended_fewest]=$fewest
+  results[$system/contended_most]=$most
+}
+command_contention flock /usr/bin/flock "$locks/contended.lock" /bin/true
+command_contention dlock-cli "$build/cli/dlock" "file://$locks" contended -- /bin/true
+
+package_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo '?'; }
+
+# One row: server, what, dlock's system, the peer's system and name, the key, and whether
+# more is better (rates) or less (times).
+row() {
+  local server=$1 what=$2 ours=$3 peer=$4 peer_name=$5 key=$6 more_is_better=$7
+  local mine=${results[$ours/$key]:-} theirs=${results[$peer/$key]:-}
+  [[ -n $mine && -n $theirs ]] || return 0
+  local unit=' us' spread_mine='' spread_theirs='' ratio
+  if $more_is_better; then
+    unit='/s'
+    spread_mine=" (${results[$ours/contended_fewest]} to ${results[$ours/contended_most]})"
+    spread_theirs=" (${results[$peer/contended_fewest]} to ${results[$peer/contended_most]})"
+    ratio=$(awk -v a="$mine" -v b="$theirs" 'BEGIN { printf "%.2fx", a / b }')
+  else
+    ratio=$(awk -v a="$mine" -v b="$theirs" 'BEGIN { printf "%.2fx", b / a }')
+  fi
+  printf '| %s | %s | %.0f%s%s | %s | %.0f%s%s | **%s** |\n' "$server" "$what" "$mine" "$unit" \
+    "$spread_mine" "$peer_name" "$theirs" "$unit" "$spread_theirs" "$ratio"
+}
+
+echo
+echo "bench/peers.sh$($short && echo ' --short'): $iterations uncontended, $handoffs handoffs" \
+  "($polling_handoffs for redis-py), $contenders contenders for $seconds s, $cli_runs CLI runs;" \
+  "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "versions: dlock $("$build/cli/dlock" --version | awk '{print $NF}')," \
+  "ZooKeeper $(package_version zookeeper), Redis $(package_version redis-server)," \
+  "Curator $(package_version libcurator-framework-java), kazoo ${results[kazoo/version]:-?}," \
+  "redis-py ${results[redis-py/version]:-?}, flock(1) util-linux $(package_version util-linux)"
+echo
+echo "| server | workload | dlock | peer | peer's figure | dlock ahead by (>1: dlock better) |"
+echo "| --- | --- | --- | --- | --- | --- |"
+uncontended="uncontended acquire + release, median"
+handoff="handoff between two processes, median"
+contended="$contenders processes contending: grants/s (fewest to most of one process)"
+for peer in curator:Curator kazoo:kazoo; do
+  row ZooKeeper "$uncontended" dlock-zookeeper "${peer%%:*}" "${peer#*:}" uncontended_us false
+  row ZooKeeper "$handoff" dlock-zookeeper "${peer%%:*}" "${peer#*:}" handoff_us false
+  row ZooKeeper "$contended" dlock-zookeeper "${peer%%:*}" "${peer#*:}" contended_per_s true
+done
+row Redis "$uncontended" dlock-redis redis-py "redis-py Lock" uncontended_us false
+row Redis "$handoff" dlock-redis redis-py "redis-py Lock" handoff_us false
+row Redis "$contended" dlock-redis redis-py "redis-py Lock" contended_per_s true
+row files "per process: \`dlock -n file://DIR job -- true\`, wall median" dlock-cli flock 'flock(1)' \
+  uncontended_us false
+row files "$contended, one process per grant" dlock-cli flock 'flock(1)' contended_per_s true
