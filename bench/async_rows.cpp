@@ -1,10 +1,7 @@
 // The async rows every backend benchmark prints: async_acquire beside the blocking call, and
 // many async waiters on one name (bench_support.hpp).
-#include <malloc.h>
-
 #include <condition_variable>
 #include <cstdio>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -60,22 +57,6 @@ double awaitable_cycle(dlock::distributed_lock& lock, boost::asio::io_context& c
   context.restart();
   context.run();
   return sample;
-}
-
-// From /proc/self/status: "VmRSS:" in KiB, "Threads:".
-long status_field(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
-  }
-  return -1;
-}
-
-// Bytes the heap has handed out and not had back (every arena), which unlike the resident
-// size does not hide allocations in memory freed earlier.
-std::size_t heap_in_use() {
-  const struct mallinfo2 info = ::mallinfo2();
-  return info.uordblks + info.hblkhd;
 }
 
 }  // namespace

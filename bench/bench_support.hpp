@@ -18,6 +18,13 @@ using micros = std::chrono::duration<double, std::micro>;
 
 std::int64_t now_ns();
 
+/// A field of /proc/self/status as a number: "VmRSS:" (KiB), "Threads:"; -1 if absent.
+long status_field(const std::string& field);
+
+/// Bytes the heap has handed out and not had back (every arena), which unlike the resident
+/// size does not hide allocations in memory freed earlier.
+std::size_t heap_in_use();
+
 struct summary {
   double median_us;
   double p99_us;
