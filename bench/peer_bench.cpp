@@ -2,7 +2,7 @@
 // one URL, printed as "key value" lines that the script puts in one table.
 //
 //   dlock-peer-bench URL [--iterations N] [--handoffs N] [--contenders P] [--seconds S]
-//                        [--settle-us U]
+//                        [--settle-us U] [--uncontended-only]
 //
 // uncontended_us: median of N acquire() + release of one lock (after N/10 to warm up).
 // handoff_us: two processes take strict turns on one lock, handing over only to a peer that
@@ -10,6 +10,8 @@
 //   acquire() returning.
 // contended_per_s, contended_fewest, contended_most: P processes acquire and release one
 //   lock for S seconds; all their grants per second, and the fewest and most of one process.
+// --uncontended-only: the first figure alone (bench/peers.sh repeats it, alternating with the
+//   peers', so that all see the same load).
 // bench/peers/py_lock_bench.py and bench/curator/CuratorBench.java print the same keys.
 #include <algorithm>
 #include <chrono>
@@ -26,28 +28,36 @@ int main(int argc, char** argv) try {
   using namespace dlock_bench;
   // --settle-us is this program's own; the rest are the shared options.
   int settle_us = 3000;
+  bool uncontended_only = false;
   std::vector<char*> shared;
   for (int i = 0; i < argc; ++i) {
     if (std::string(argv[i]) == "--settle-us" && i + 1 < argc) {
       settle_us = std::stoi(argv[++i]);
+    } else if (std::string(argv[i]) == "--uncontended-only") {
+      uncontended_only = true;
     } else {
       shared.push_back(argv[i]);
     }
   }
   const auto options = parse_run_options(static_cast<int>(shared.size()), shared.data(),
-                                         "dlock-peer-bench", "URL [--settle-us U]");
+                                         "dlock-peer-bench", "URL [--settle-us U] [--uncontended-only]");
   if (!options) return 64;
   const auto& [url, iterations, handoffs, contenders, seconds] = *options;
 
+  const auto alone = [&, &url = url, &iterations = iterations] {
+    auto provider = dlock::make_provider(url);
+    auto lock = provider->create_lock("peer-uncontended");
+    uncontended(lock, std::max(1, iterations / 10));
+    return summarize(uncontended(lock, iterations));
+  };
+  if (uncontended_only) {
+    std::printf("uncontended_us %.2f\n", alone().median_us);
+    return 0;
+  }
   // The runs that fork come first, while this process has no provider (and so no threads).
   const auto handoff_samples = handoff(url, handoffs, std::chrono::microseconds(settle_us));
   const auto grants = grants_per_process(url, contenders, seconds);
-  auto provider = dlock::make_provider(url);
-  auto lock = provider->create_lock("peer-uncontended");
-  uncontended(lock, std::max(1, iterations / 10));
-  const auto alone = summarize(uncontended(lock, iterations));
-
-  std::printf("uncontended_us %.2f\n", alone.median_us);
+  std::printf("uncontended_us %.2f\n", alone().median_us);
   std::printf("handoff_us %.2f\n", summarize(handoff_samples).median_us);
   std::printf("contended_per_s %.0f\n",
               static_cast<double>(std::accumulate(grants.begin(), grants.end(), std::int64_t{0})) /

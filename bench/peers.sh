@@ -57,32 +57,57 @@ zookeeper=${DLOCK_TEST_ZOOKEEPER#zookeeper://}
 redis=${DLOCK_TEST_REDIS#redis://}
 run_id=peers-$$
 
-# results["<system>/<key>"]: the "key value" lines of one system's run.
+# results["<system>/<key>"]: the "key value" lines of one system's run; uncontended_us
+# collects one median per run ("<system>/uncontended_runs").
 declare -A results
 collect() {
   local system=$1 output
   shift
-  echo "peers: $system ..." >&2
+  echo "peers: $system $* ..." >&2
   output=$("$@") || { echo "peers: $system failed" >&2; exit 1; }
-  while read -r key value; do results["$system/$key"]=$value; done <<<"$output"
+  while read -r key value; do
+    results["$system/$key"]=$value
+    [[ $key != uncontended_us ]] || results["$system/uncontended_runs"]+=" $value"
+  done <<<"$output"
 }
+
+# How each system is run; the arguments that follow are the workload's.
+dlock_zookeeper() { "$build/bench/dlock-peer-bench" "$DLOCK_TEST_ZOOKEEPER/dlock-$run_id" "$@"; }
+kazoo() { "$python" "$root/bench/peers/py_lock_bench.py" kazoo "$zookeeper" "/kazoo-$run_id" "$@"; }
+curator() {
+  "$DLOCK_JAVA" -cp "$DLOCK_CURATOR_BENCH_CLASSPATH" CuratorBench "$zookeeper" "/curator-$run_id" "$@"
+}
+dlock_redis() { "$build/bench/dlock-peer-bench" "$DLOCK_TEST_REDIS?prefix=dlock-$run_id:" "$@"; }
+redis_py() { "$python" "$root/bench/peers/py_lock_bench.py" redis "$redis" "redis-py-$run_id:" "$@"; }
 
 shared=(--iterations "$iterations" --handoffs "$handoffs" --contenders "$contenders" --seconds "$seconds")
 # The settle times of the backends' own benchmarks: long enough for a waiter to queue.
-collect dlock-zookeeper "$build/bench/dlock-peer-bench" "$DLOCK_TEST_ZOOKEEPER/dlock-$run_id" \
-  "${shared[@]}" --settle-us 3000
-collect kazoo "$python" "$root/bench/peers/py_lock_bench.py" kazoo "$zookeeper" "/kazoo-$run_id" \
-  "${shared[@]}" --settle-us 3000
+collect dlock-zookeeper dlock_zookeeper "${shared[@]}" --settle-us 3000
+collect kazoo kazoo "${shared[@]}" --settle-us 3000
 if [[ -n $DLOCK_CURATOR_BENCH_CLASSPATH ]]; then
-  collect curator "$DLOCK_JAVA" -cp "$DLOCK_CURATOR_BENCH_CLASSPATH" CuratorBench "$zookeeper" \
-    "/curator-$run_id" "$iterations" "$handoffs" "$contenders" "$seconds" keys
+  collect curator curator "$iterations" "$handoffs" "$contenders" "$seconds" keys
 fi
-collect dlock-redis "$build/bench/dlock-peer-bench" "$DLOCK_TEST_REDIS?prefix=dlock-$run_id:" \
-  "${shared[@]}" --settle-us 2000
+collect dlock-redis dlock_redis "${shared[@]}" --settle-us 2000
 # redis-py's waiter polls every 100 ms: fewer handoffs, or they alone take minutes.
-collect redis-py "$python" "$root/bench/peers/py_lock_bench.py" redis "$redis" "redis-py-$run_id:" \
-  --iterations "$iterations" --handoffs "$polling_handoffs" --contenders "$contenders" \
-  --seconds "$seconds" --settle-us 2000
+collect redis-py redis_py --iterations "$iterations" --handoffs "$polling_handoffs" \
+  --contenders "$contenders" --seconds "$seconds" --settle-us 2000
+# The uncontended figure twice more, dlock and its peers in turn, so that a burst of load
+# on a shared machine does not decide a ratio: the table gives the median of the three.
+for _ in 1 2; do
+  collect dlock-zookeeper dlock_zookeeper --iterations "$iterations" --uncontended-only
+  collect kazoo kazoo --iterations "$iterations" --uncontended-only
+  if [[ -n $DLOCK_CURATOR_BENCH_CLASSPATH ]]; then
+    collect curator curator "$iterations" 0 0 0 uncontended
+  fi
+  collect dlock-redis dlock_redis --iterations "$iterations" --uncontended-only
+  collect redis-py redis_py --iterations "$iterations" --uncontended-only
+done
+for system in dlock-zookeeper kazoo curator dlock-redis redis-py; do
+  runs=${results[$system/uncontended_runs]:-}
+  [[ -n $runs ]] || continue
+  results[$system/uncontended_us]=$(tr ' ' '\n' <<<"$runs" | sed '/^$/d' | sort -g |
+                                     awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+done
 
 # Files: per process, from dlock-cli-bench (alternating runs), and P loops of each command.
 echo "peers: dlock and flock(1) per process ..." >&2
@@ -154,7 +179,7 @@ echo "versions: dlock $("$build/cli/dlock" --version | awk '{print $NF}')," \
 echo
 echo "| server | workload | dlock | peer | peer's figure | dlock ahead by (>1: dlock better) |"
 echo "| --- | --- | --- | --- | --- | --- |"
-uncontended="uncontended acquire + release, median"
+uncontended="uncontended acquire + release, median (median of 3 runs)"
 handoff="handoff between two processes, median"
 contended="$contenders processes contending: grants/s (fewest to most of one process)"
 for peer in curator:Curator kazoo:kazoo; do

@@ -1,10 +1,10 @@
 // Apache Curator doing what dlock-zookeeper-bench measures for dlock, for the same table
 // (bench/zookeeper_bench.cpp runs it after its own figures when Java was found).
 //
-//   java CuratorBench CONNECT BASE ITERATIONS HANDOFFS CONTENDERS SECONDS [keys]
+//   java CuratorBench CONNECT BASE ITERATIONS HANDOFFS CONTENDERS SECONDS [keys|uncontended]
 //
 // With "keys", prints the "key value" lines of bench/peer_bench.cpp (bench/peers.sh) instead
-// of rows.
+// of rows; with "uncontended", only the first of them.
 //
 // uncontended: InterProcessMutex acquire() + release(), ITERATIONS times.
 // handoff: two clients (two sessions) take strict turns on one InterProcessMutex; each sample
@@ -51,7 +51,8 @@ public final class CuratorBench {
     int iterations = Integer.parseInt(args[2]), handoffs = Integer.parseInt(args[3]);
     int contenders = Integer.parseInt(args[4]);
     double seconds = Double.parseDouble(args[5]);
-    keys = args.length > 6 && args[6].equals("keys");
+    String mode = args.length > 6 ? args[6] : "";
+    keys = mode.equals("keys") || mode.equals("uncontended");
 
     try (CuratorFramework c = client(connect)) {
       InterProcessMutex mutex = new InterProcessMutex(c, base + "/uncontended");
@@ -64,6 +65,7 @@ public final class CuratorBench {
       }
       printRow("Curator acquire+release, uncontended", "uncontended_us", samples);
     }
+    if (mode.equals("uncontended")) return;
 
     List<Double> handoffSamples = Collections.synchronizedList(new ArrayList<>());
     AtomicLong releaseStarted = new AtomicLong();

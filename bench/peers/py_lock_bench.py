@@ -2,7 +2,7 @@
 """The workload of bench/peer_bench.cpp on a Python peer library, for bench/peers.sh.
 
     py_lock_bench.py kazoo HOST:PORT BASE [--iterations N] [--handoffs N] [--contenders P]
-                     [--seconds S] [--settle-us U]
+                     [--seconds S] [--settle-us U] [--uncontended-only]
     py_lock_bench.py redis HOST:PORT PREFIX [...]
 
 kazoo: kazoo.recipe.lock.Lock (a sequential ephemeral node per waiter, a watch on the
@@ -11,7 +11,8 @@ redis: redis-py's Lock (SET NX PX, then a retry every `sleep` seconds, 0.1 by de
   blocked; release by a Lua compare-and-delete), one Redis connection pool per process.
 
 Prints the "key value" lines of dlock-peer-bench: uncontended_us, handoff_us,
-contended_per_s, contended_fewest, contended_most, and the library's version. Processes are
+contended_per_s, contended_fewest, contended_most, and the library's version (with
+--uncontended-only, the first alone: bench/peers.sh repeats it, alternating with dlock's). Processes are
 forked before any of them has a client, as dlock-peer-bench does.
 """
 import argparse
@@ -155,7 +156,11 @@ def main():
     parser.add_argument("--contenders", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--settle-us", type=int, default=3000)
+    parser.add_argument("--uncontended-only", action="store_true")
     args = parser.parse_args()
+    if args.uncontended_only:
+        print(f"uncontended_us {uncontended(args):.2f}")
+        return
     # fork, as dlock-peer-bench: every process makes its own client after it starts.
     multiprocessing.set_start_method("fork")
     handed = handoff(args)
