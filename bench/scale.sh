@@ -8,12 +8,15 @@
 # Needs the target dlock-scale-bench. Starts its own test servers (scripts/test-servers.sh,
 # a state directory of its own: Redis, PostgreSQL, ZooKeeper, MariaDB, etcd) and stops them
 # when it ends. N (default 10000) locks are held on the networked backends and 10 N on the
-# memory backend and Redis. Takes about 3 minutes on the 2-core reference machine.
+# memory backend and Redis, each set kept 10 s (the client's CPU meanwhile). Then: the
+# descriptor limit for files, PostgreSQL's lock table full, and 2, 100 and 1000 ZooKeeper
+# waiters on one name. Takes about 5 minutes on the 2-core reference machine.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=$root/build
 held=10000
+keep=10  # seconds the locks are kept, to measure what keeping them costs the client
 while (($#)); do
   case "$1" in
     --build) build=$(cd "$2" && pwd); shift 2 ;;
@@ -49,7 +52,7 @@ section() { echo; echo "== $*"; }
 # again; server_report prints "server: name before -> during (per held lock)" for each.
 server_before() {
   bash -c "$1" >"$state/before"
-  echo "{ $1; } > '$state/during'"
+  echo "{ $1; } > '$state/during'; sleep $keep"
 }
 server_report() {
   awk -v n="$1" 'NR == FNR { before[$1] = $2; next }
@@ -61,22 +64,25 @@ redis_probe="redis-cli -p $redis_port info memory | tr ':' ' ' | grep '^used_mem
 zookeeper_probe="echo mntr | nc 127.0.0.1 $zookeeper_port | grep -E '^zk_(znode_count|watch_count|approximate_data_size|ephemerals_count)'"
 
 section "memory://: $((held * 10)) held locks"
-"$scale" held memory:// $((held * 10))
+"$scale" held memory:// $((held * 10)) --while-held "sleep $keep"
 
 section "file://: $held held locks (descriptor limit: ulimit -n $(ulimit -n))"
-"$scale" held "file://$state/files" "$held"
+"$scale" held "file://$state/files" "$held" --while-held "sleep $keep"
 
 section "file://: past the descriptor limit (ulimit -n 1024, 2000 locks)"
 (ulimit -n 1024 && "$scale" held "file://$state/files-limited" 2000) || true
 
-section "redis://: $((held * 10)) held locks, one server"
+section "redis://: $((held * 10)) held locks, one server (default expiry 30 s: an extension every 10 s)"
 "$scale" held "$DLOCK_TEST_REDIS?prefix=scale:" $((held * 10)) \
   --while-held "$(server_before "$redis_probe")"
 server_report $((held * 10))
 
+section "redis://: the watchdog of $held held locks with expiry 3 s (an extension every second)"
+"$scale" held "$DLOCK_TEST_REDIS?prefix=scale-short:&expiry=3s" "$held" --while-held "sleep $keep"
+
 section "postgres://: $held held locks (max_locks_per_transaction $(superuser_sql 'show max_locks_per_transaction'), max_connections $(superuser_sql 'show max_connections'))"
 "$scale" held "$DLOCK_TEST_POSTGRES" "$held" --while-held \
-  "psql -h '$state/postgres/socket' -p $postgres_port -U postgres -d dlock_test -Atc \"select 'server: advisory locks in pg_locks: ' || count(*) from pg_locks where locktype = 'advisory'\""
+  "psql -h '$state/postgres/socket' -p $postgres_port -U postgres -d dlock_test -Atc \"select 'server: advisory locks in pg_locks: ' || count(*) from pg_locks where locktype = 'advisory'\"; sleep $keep"
 
 section "postgres://: the shared lock table full, at PostgreSQL's defaults (64 x 100)"
 superuser_sql "alter system set max_locks_per_transaction = 64"
@@ -87,7 +93,7 @@ superuser_sql "alter system reset all"
 "${servers[@]}" restart postgres >/dev/null
 
 section "mysql:// (MariaDB): $held held locks"
-"$scale" held "$DLOCK_TEST_MARIADB" "$held"
+"$scale" held "$DLOCK_TEST_MARIADB" "$held" --while-held "sleep $keep"
 
 section "zookeeper://: $held held locks"
 "$scale" held "$DLOCK_TEST_ZOOKEEPER/dlock-scale" "$held" \
@@ -95,10 +101,16 @@ section "zookeeper://: $held held locks"
 server_report "$held"
 
 section "etcd://: $held held locks"
-"$scale" held "$DLOCK_TEST_ETCD/dlock-scale" "$held"
+"$scale" held "$DLOCK_TEST_ETCD/dlock-scale" "$held" --while-held "sleep $keep"
 
 section "zookeeper://: waiters on one name, one session each (a herd would send more per grant)"
 for waiters in 2 100 1000; do
   "$scale" waiters "$DLOCK_TEST_ZOOKEEPER/dlock-scale-waiters" "$waiters" --grants 2000 \
     --zookeeper-stats "127.0.0.1:$zookeeper_port"
+done
+
+section "redis://: waiters on one name, one provider (connection) each: commands per grant"
+for waiters in 2 20 100; do
+  "$scale" waiters "$DLOCK_TEST_REDIS?prefix=scale-waiters-$waiters:" "$waiters" --grants 2000 \
+    --redis-stats "127.0.0.1:$redis_port"
 done

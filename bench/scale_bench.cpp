@@ -3,20 +3,23 @@
 //
 //   dlock-scale-bench held URL N [--while-held COMMAND]
 //   dlock-scale-bench names URL N
-//   dlock-scale-bench waiters URL W [--grants G] [--zookeeper-stats HOST:PORT]
+//   dlock-scale-bench waiters URL W [--grants G] [--zookeeper-stats HOST:PORT |
+//                                                  --redis-stats HOST:PORT]
 //
 // held: one provider acquires N locks of distinct names and keeps them: the time that took,
 //   the client's resident memory, heap, file descriptors and threads per held lock, then runs
-//   COMMAND (sh -c; the server's side, measured by the script) while they are held, then the
-//   time their release took. A grant that fails (a server limit) ends the run with the number
+//   COMMAND (sh -c; the server's side, measured by the script) while they are held, and the
+//   client's CPU meanwhile (what keeping them costs), then the time their release took. A grant that fails (a server limit) ends the run with the number
 //   held, how long the failing acquire took and its exception.
 // names: acquire() + release of N distinct names in turn: the median time of the first and of
 //   the last tenth (what each new name costs, and whether that grows with the names used).
 // waiters: W providers (W sessions) in this process contend for one name, each in a thread
 //   that acquires and releases at once, until G grants in all: grants per second and, with
 //   --zookeeper-stats, the packets the ZooKeeper server received and sent per grant (its
-//   `mntr`), a count that shows a herd (every waiter woken by each release) whatever the load.
+//   `mntr`), or with --redis-stats the commands the Redis server processed per grant: counts
+//   that show a herd (every waiter woken by each release) whatever the load.
 #include <netdb.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -45,6 +48,13 @@ using dlock_bench::status_field;
 
 double seconds_since(clock_type::time_point start) {
   return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+double cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
 }
 
 long open_descriptors() {
@@ -158,8 +168,17 @@ int held(const std::string& url, long count, const std::string& while_held) {
               (static_cast<double>(during.heap) - static_cast<double>(before.heap)) / n,
               (during.descriptors - before.descriptors) / n, before.threads, during.threads);
   std::fflush(stdout);
-  if (!while_held.empty() && std::system(while_held.c_str()) != 0) {
-    std::fprintf(stderr, "dlock-scale-bench: the --while-held command failed\n");
+  if (!while_held.empty()) {
+    // This process's CPU time meanwhile (RUSAGE_SELF: the command's own is not counted) is
+    // what keeping the locks costs: watchdogs, keepalives, monitors.
+    const double cpu_before = cpu_seconds();
+    const auto held_since = clock_type::now();
+    if (std::system(while_held.c_str()) != 0) {
+      std::fprintf(stderr, "dlock-scale-bench: the --while-held command failed\n");
+    }
+    const double held_for = seconds_since(held_since);
+    std::printf("kept them %.1f s: client CPU %.2f %% of a core\n", held_for,
+                100.0 * (cpu_seconds() - cpu_before) / held_for);
   }
   const auto release_start = clock_type::now();
   for (auto& handle : handles) handle.release();
@@ -167,8 +186,11 @@ int held(const std::string& url, long count, const std::string& while_held) {
   return 0;
 }
 
-// The ZooKeeper server's `mntr` figures (four-letter word), by name.
-std::map<std::string, long> zookeeper_stats(const std::string& host_port) {
+// A server's counters, by name, from a request the server answers and then closes the
+// connection: ZooKeeper's `mntr` ("name<TAB>value" lines), Redis's INFO then QUIT
+// ("name:value" lines).
+std::map<std::string, long> server_counters(const std::string& host_port,
+                                            const std::string& request) {
   const auto colon = host_port.rfind(':');
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
@@ -180,9 +202,10 @@ std::map<std::string, long> zookeeper_stats(const std::string& host_port) {
   const int fd = ::socket(found->ai_family, found->ai_socktype, 0);
   const bool connected = fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0;
   ::freeaddrinfo(found);
-  if (!connected || ::write(fd, "mntr", 4) != 4) {
+  if (!connected ||
+      ::write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
     if (fd >= 0) ::close(fd);
-    throw std::runtime_error("mntr: cannot reach " + host_port);
+    throw std::runtime_error("cannot ask " + host_port + " for its counters");
   }
   std::string text;
   char buffer[4096];
@@ -193,7 +216,7 @@ std::map<std::string, long> zookeeper_stats(const std::string& host_port) {
   while (line_start < text.size()) {
     const auto line_end = text.find('\n', line_start);
     const std::string line = text.substr(line_start, line_end - line_start);
-    const auto tab = line.find('\t');
+    const auto tab = line.find_first_of("\t:");
     if (tab != std::string::npos) {
       try {
         stats[line.substr(0, tab)] = std::stol(line.substr(tab + 1));
@@ -206,7 +229,13 @@ std::map<std::string, long> zookeeper_stats(const std::string& host_port) {
   return stats;
 }
 
-int waiters(const std::string& url, int count, long grants, const std::string& stats_at) {
+struct counters_at {
+  std::string host_port;
+  std::string request;               // empty: no counters
+  std::vector<std::string> figures;  // what to print per grant
+};
+
+int waiters(const std::string& url, int count, long grants, const counters_at& stats) {
   std::vector<std::shared_ptr<dlock::provider>> providers;
   for (int i = 0; i < count; ++i) providers.push_back(dlock::make_provider(url));
   std::atomic<long> granted{0};
@@ -229,7 +258,7 @@ int waiters(const std::string& url, int count, long grants, const std::string& s
     });
   }
   std::map<std::string, long> stats_before;
-  if (!stats_at.empty()) stats_before = zookeeper_stats(stats_at);
+  if (!stats.request.empty()) stats_before = server_counters(stats.host_port, stats.request);
   const auto start = clock_type::now();
   go = true;
   for (auto& thread : threads) thread.join();
@@ -237,11 +266,13 @@ int waiters(const std::string& url, int count, long grants, const std::string& s
   const double n = static_cast<double>(granted.load());
   std::printf("%d waiters on one name: %.0f grants in %.2f s, %.0f grants/s, %.0f us per grant\n",
               count, n, took, n / took, took * 1e6 / n);
-  if (!stats_at.empty()) {
-    auto stats_after = zookeeper_stats(stats_at);
-    std::printf("%d waiters: server packets per grant: %.2f received, %.2f sent\n", count,
-                (stats_after["zk_packets_received"] - stats_before["zk_packets_received"]) / n,
-                (stats_after["zk_packets_sent"] - stats_before["zk_packets_sent"]) / n);
+  if (!stats.request.empty()) {
+    auto stats_after = server_counters(stats.host_port, stats.request);
+    std::printf("%d waiters, at the server per grant:", count);
+    for (const auto& figure : stats.figures) {
+      std::printf(" %s %.2f", figure.c_str(), (stats_after[figure] - stats_before[figure]) / n);
+    }
+    std::printf("\n");
   }
   return failed.load() == 0 ? 0 : 1;
 }
@@ -249,7 +280,8 @@ int waiters(const std::string& url, int count, long grants, const std::string& s
 int usage() {
   std::cerr << "usage: dlock-scale-bench held URL N [--while-held COMMAND]\n"
                "       dlock-scale-bench names URL N\n"
-               "       dlock-scale-bench waiters URL W [--grants G] [--zookeeper-stats HOST:PORT]\n";
+               "       dlock-scale-bench waiters URL W [--grants G] "
+               "[--zookeeper-stats HOST:PORT | --redis-stats HOST:PORT]\n";
   return 64;
 }
 
@@ -259,7 +291,8 @@ int main(int argc, char** argv) try {
   if (argc < 4) return usage();
   const std::string mode = argv[1], url = argv[2];
   const long count = std::stol(argv[3]);
-  std::string while_held, stats_at;
+  std::string while_held;
+  counters_at stats;
   long grants = 2000;
   for (int i = 4; i < argc; i += 2) {
     if (i + 1 == argc) return usage();
@@ -269,7 +302,9 @@ int main(int argc, char** argv) try {
     } else if (arg == "--grants") {
       grants = std::stol(argv[i + 1]);
     } else if (arg == "--zookeeper-stats") {
-      stats_at = argv[i + 1];
+      stats = {argv[i + 1], "mntr", {"zk_packets_received", "zk_packets_sent"}};
+    } else if (arg == "--redis-stats") {
+      stats = {argv[i + 1], "INFO stats\r\nQUIT\r\n", {"total_commands_processed"}};
     } else {
       return usage();
     }
@@ -277,7 +312,7 @@ int main(int argc, char** argv) try {
   if (count < 1) return usage();
   if (mode == "held") return held(url, count, while_held);
   if (mode == "names") return names(url, count);
-  if (mode == "waiters") return waiters(url, static_cast<int>(count), grants, stats_at);
+  if (mode == "waiters") return waiters(url, static_cast<int>(count), grants, stats);
   return usage();
 } catch (const std::exception& e) {
   std::cerr << "dlock-scale-bench: " << e.what() << "\n";
