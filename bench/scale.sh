@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The figures of docs/scaling.md: memory and descriptors per held lock on every backend, the
-# server's side of them, what a server limit does to dlock, and grants with many ZooKeeper
-# waiters on one name.
+# The figures of docs/scaling.md: memory, descriptors and CPU per held lock on every backend,
+# the server's side of them, what a server limit does to dlock, and grants with many waiters
+# on one name.
 #
 #   bench/scale.sh [--build DIR] [--held N]
 #
@@ -9,8 +9,9 @@
 # a state directory of its own: Redis, PostgreSQL, ZooKeeper, MariaDB, etcd) and stops them
 # when it ends. N (default 10000) locks are held on the networked backends and 10 N on the
 # memory backend and Redis, each set kept 10 s (the client's CPU meanwhile). Then: the
-# descriptor limit for files, PostgreSQL's lock table full, and 2, 100 and 1000 ZooKeeper
-# waiters on one name. Takes about 5 minutes on the 2-core reference machine.
+# descriptor limit for files, PostgreSQL's lock table full, 2, 100 and 1000 ZooKeeper
+# waiters and 2, 20 and 100 Redis waiters on one name, and ZooKeeper past its connections per
+# client address. Takes about 5 minutes on the 2-core reference machine.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -114,3 +115,10 @@ for waiters in 2 20 100; do
   "$scale" waiters "$DLOCK_TEST_REDIS?prefix=scale-waiters-$waiters:" "$waiters" --grants 2000 \
     --redis-stats "127.0.0.1:$redis_port"
 done
+
+section "zookeeper://: past maxClientCnxns (at ZooKeeper's default, 60 connections per client address)"
+sed -i 's/^maxClientCnxns=.*/maxClientCnxns=60/' "$state/zookeeper/zoo.cfg"
+"${servers[@]}" restart zookeeper >/dev/null
+started=$SECONDS
+"$scale" waiters "$DLOCK_TEST_ZOOKEEPER/dlock-scale-connections" 61 --grants 100 ||
+  echo "(the 61st provider failed after $((SECONDS - started)) s)"
