@@ -4,7 +4,8 @@
 #
 #   bench/peers.sh [--build DIR] [--short]
 #
-# Needs a build with the targets dlock-peer-bench (which builds the Curator program too),
+# Needs a build with the Redis and ZooKeeper backends and the targets dlock-peer-bench (which
+# builds the Curator program too when a JDK is there),
 # dlock-cli-bench and dlock, and Debian's python3-kazoo and python3-redis (the peers run on
 # /usr/bin/python3, where Debian puts them). Starts its own Redis and ZooKeeper test servers
 # (scripts/test-servers.sh, a state directory of its own) and stops them when it ends.
@@ -40,8 +41,11 @@ for needed in "$build/bench/dlock-peer-bench" "$build/bench/dlock-cli-bench" "$b
 done
 "$python" -c 'import kazoo, redis' 2>/dev/null ||
   { echo "peers: $python lacks kazoo or redis (apt-get install python3-kazoo python3-redis)" >&2; exit 1; }
+# DLOCK_JAVA and DLOCK_CURATOR_BENCH_CLASSPATH, empty without a JDK or Curator's jars; no
+# file at all in a build without the ZooKeeper backend.
+DLOCK_JAVA='' DLOCK_CURATOR_BENCH_CLASSPATH=''
 # shellcheck source=/dev/null
-source "$build/bench/peers.env"  # DLOCK_JAVA, DLOCK_CURATOR_BENCH_CLASSPATH (empty without a JDK)
+[[ ! -f $build/bench/peers.env ]] || source "$build/bench/peers.env"
 
 state=$(mktemp -d "${TMPDIR:-/tmp}/dlock-peers.XXXXXX")
 servers=("$root/scripts/test-servers.sh" --state-dir "$state")
@@ -122,7 +126,7 @@ command_contention() {
   local system=$1
   shift
   echo "peers: $system, $contenders processes contending ..." >&2
-  local start=$((${EPOCHREALTIME/./} + 500000)) counts=() count
+  local start=$((${EPOCHREALTIME/./} + 500000)) count
   local end=$((start + ${seconds%.*} * 1000000))
   for ((p = 0; p < contenders; ++p)); do
     (
