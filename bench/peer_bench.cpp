@@ -50,6 +50,11 @@ int main(int argc, char** argv) try {
     uncontended(lock, std::max(1, iterations / 10));
     return summarize(uncontended(lock, iterations));
   };
+  if (url.starts_with("memory:") && !uncontended_only) {
+    // The handoff and contention runs need a lock that spans processes.
+    std::cerr << "dlock-peer-bench: memory:// locks do not span processes; use --uncontended-only\n";
+    return 64;
+  }
   if (uncontended_only) {
     std::printf("uncontended_us %.2f\n", alone().median_us);
     return 0;
