@@ -2,12 +2,41 @@
 
 #include <exception>
 #include <iostream>
+#include <string>
+#include <system_error>
 
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/system_error.hpp>
+
+#include <dlock/core/errors.hpp>
 
 namespace dlock {
 
+namespace {
+
+[[noreturn]] void throw_cannot_start(const std::exception& cause) {
+  throw error(std::string("dlock: cannot start a provider's io thread: ") + cause.what() +
+              " (out of file descriptors or threads? see docs/scaling.md)");
+}
+
+}  // namespace
+
 io_thread::io_thread() : context_(std::make_shared<boost::asio::io_context>(1)) {
+  try {
+    // Asio makes its reactor (an epoll and an eventfd descriptor) with the first timer or
+    // socket, which would be somewhere deep in a backend; making it here reports a process out
+    // of descriptors once, as a dlock::error, where the provider is made.
+    boost::asio::steady_timer{*context_};
+    start_thread();
+  } catch (const boost::system::system_error& e) {
+    throw_cannot_start(e);
+  } catch (const std::system_error& e) {
+    throw_cannot_start(e);
+  }
+}
+
+void io_thread::start_thread() {
   thread_ = std::thread([context = context_] {
     auto work = boost::asio::make_work_guard(*context);
     // A handler that throws would otherwise end the thread and the process with it; the

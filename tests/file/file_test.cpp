@@ -2,11 +2,15 @@
 // lock files under many processes, and its option checks. The shared semantics are in the
 // contract suite.
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/dlock.hpp>
@@ -149,4 +153,29 @@ TEST_CASE("a fencing counter left locked by a stopped process fails the grant, n
                     Contains("fencing counter") && Contains(dir.path().string()));
   ::close(fd);
   CHECK(files->create_reader_writer_lock("stuck").try_acquire_read());
+}
+
+TEST_CASE("a provider made with no file descriptor left is a dlock::error naming the cause",
+          "[file][limits]") {
+  support::temp_directory dir;
+  rlimit before{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &before) == 0);
+  // Use up every descriptor the process may have: a low limit, then the holes below it.
+  rlimit low = before;
+  low.rlim_cur = 64;
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &low) == 0);
+  std::vector<int> fillers;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers.push_back(fd);
+  const int open_errno = errno;
+  std::string message;
+  try {
+    files_in(dir.path());
+  } catch (const dlock::error& e) {
+    message = e.what();
+  }
+  for (const int fd : fillers) ::close(fd);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &before) == 0);
+  REQUIRE(open_errno == EMFILE);
+  CHECK_THAT(message, Contains("Too many open files"));
+  CHECK(files_in(dir.path())->create_lock("after").try_acquire());
 }

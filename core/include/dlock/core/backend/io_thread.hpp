@@ -16,6 +16,7 @@ namespace dlock {
 /// finishes on its own once the handler returns.
 class io_thread {
  public:
+  /// Throws dlock::error when the process has no descriptor or thread left for it.
   io_thread();
   io_thread(const io_thread&) = delete;
   io_thread& operator=(const io_thread&) = delete;
@@ -31,6 +32,8 @@ class io_thread {
   bool running_in_this_thread() const noexcept;
 
  private:
+  void start_thread();
+
   std::shared_ptr<boost::asio::io_context> context_;
   std::thread thread_;
 };
