@@ -26,6 +26,16 @@ dlock::zookeeper::options test_options(std::string base_path) {
   return {.hosts = server_hosts(), .base_path = std::move(base_path), .session_timeout = 4s};
 }
 
+// `user` with the password "<user>-secret", making nodes under `acl`.
+dlock::zookeeper::options digest_options(std::string base_path, const std::string& user,
+                                         dlock::zookeeper::acl_policy acl) {
+  auto opts = test_options(std::move(base_path));
+  opts.user = user;
+  opts.password = user + "-secret";
+  opts.acl = acl;
+  return opts;
+}
+
 std::shared_ptr<dlock::zookeeper::provider> make_zookeeper(dlock::zookeeper::options opts) {
   return std::make_shared<dlock::zookeeper::provider>(std::move(opts));
 }
@@ -122,10 +132,7 @@ TEST_CASE("an election's candidate is a LeaderLatch node whose data is the procl
 TEST_CASE("under a read-only-for-others ACL a stranger may inspect a lock but not break it",
           "[zookeeper][acl][inspect]") {
   const std::string base = "/" + unique_name("dlock-acl");
-  auto opts = test_options(base);
-  opts.user = "carol";
-  opts.password = "carol-secret";
-  opts.acl = dlock::zookeeper::acl_policy::read_only_for_others;
+  auto opts = digest_options(base, "carol", dlock::zookeeper::acl_policy::read_only_for_others);
   auto zk = make_zookeeper(opts);
   auto held = zk->create_lock("x").with_owner("carol's job").acquire(10s);
   auto stranger = make_zookeeper(test_options(base));
@@ -157,10 +164,7 @@ TEST_CASE("a node deleted by someone else marks its handle lost and frees the lo
 TEST_CASE("a client without the credentials cannot delete a lock node of a creator-only ACL",
           "[zookeeper][acl]") {
   const std::string base = "/" + unique_name("dlock-acl");
-  auto opts = test_options(base);
-  opts.user = "alice";
-  opts.password = "alice-secret";
-  opts.acl = dlock::zookeeper::acl_policy::creator_only;
+  auto opts = digest_options(base, "alice", dlock::zookeeper::acl_policy::creator_only);
   auto zk = make_zookeeper(opts);
   auto held = zk->create_lock("x").acquire(10s);
   const std::string parent = zk->lock_node_path("x");
@@ -194,10 +198,7 @@ TEST_CASE("a client without the credentials cannot delete a lock node of a creat
 TEST_CASE("a read-only-for-others ACL lets strangers see the queue but not change it",
           "[zookeeper][acl]") {
   const std::string base = "/" + unique_name("dlock-acl");
-  auto opts = test_options(base);
-  opts.user = "bob";
-  opts.password = "bob-secret";
-  opts.acl = dlock::zookeeper::acl_policy::read_only_for_others;
+  auto opts = digest_options(base, "bob", dlock::zookeeper::acl_policy::read_only_for_others);
   auto zk = make_zookeeper(opts);
   auto held = zk->create_lock("x").acquire(10s);
   const std::string parent = zk->lock_node_path("x");

@@ -68,11 +68,11 @@ std::vector<zk_reply> zookeeper_backend::ask(const call_sender& send,
     answers.push_back(answer);
     return [answer](zk_reply reply) { answer.set_value(std::move(reply)); };
   });
-  const auto deadline = std::chrono::steady_clock::now() + options_.release_timeout;
+  using clock = std::chrono::steady_clock;
+  const clock::time_point deadline = clock::now() + options_.release_timeout;
   std::vector<zk_reply> replies;
   for (const auto& answer : answers) {
-    const auto left = std::max(std::chrono::nanoseconds::zero(),
-                               std::chrono::nanoseconds(deadline - std::chrono::steady_clock::now()));
+    const std::chrono::nanoseconds left = std::max(clock::duration::zero(), deadline - clock::now());
     std::optional<zk_reply> reply = answer.get_for(left);
     if (!reply) throw connection_error(no_answer);
     replies.push_back(std::move(*reply));
