@@ -132,3 +132,57 @@ TEST_CASE("dlock's semaphore and Curator's InterProcessSemaphoreV2 count the sam
   CHECK(curator.release());
   CHECK(semaphore.try_acquire());
 }
+
+TEST_CASE("a dlock candidate and Curator's LeaderLatch on the same path never lead at once",
+          "[zookeeper][curator][election]") {
+  if (!java_available()) return;
+  auto zk = make_zookeeper();
+  dlock::election election = zk->create_election("scheduler");
+  const std::string path = zk->lock_node_path("scheduler");
+
+  curator_holder curator(path, "latch:java-1");
+  REQUIRE(curator.acquired());
+  // The latch leads with its participant id as the value, its node's czxid as the term.
+  const auto java_leader = election.leader();
+  REQUIRE(java_leader);
+  CHECK(java_leader->value == "java-1");
+  CHECK_FALSE(election.try_campaign("dlock-1"));
+  std::optional<dlock::leadership> ours;
+  std::thread waiting([&] { ours = election.try_campaign("dlock-1", 60s); });
+  CHECK(wait_until([&] { return queue_length(path) == 2; }));
+  CHECK(curator.release());
+  waiting.join();
+  REQUIRE(ours);
+  CHECK(ours->term() > java_leader->term);
+  CHECK(election.leader() == dlock::leader_info{"dlock-1", ours->term()});
+
+  curator_holder next(path, "latch:java-2");
+  CHECK(wait_until([&] { return queue_length(path) == 2; }, 30s));  // the latch queued behind us
+  CHECK(next.still_waiting(300ms));
+  ours.reset();  // resigns
+  CHECK(next.acquired());
+  const auto second = election.leader();
+  REQUIRE(second);
+  CHECK(second->value == "java-2");
+  CHECK(next.release());
+}
+
+TEST_CASE("inspect shows a Curator InterProcessMutex holder with the address Curator writes",
+          "[zookeeper][curator][inspect]") {
+  if (!java_available()) return;
+  auto zk = make_zookeeper();
+  const std::string path = zk->lock_node_path("job");
+  curator_holder curator(path, "mutex");
+  REQUIRE(curator.acquired());
+  const auto found = zk->inspect("job");
+  REQUIRE(found.holders.size() == 1);
+  CHECK(found.holders.front().kind == dlock::party_kind::exclusive);
+  // Curator's default node data: the host's address, the owner for dlock's inspector.
+  CHECK_FALSE(found.holders.front().owner.empty());
+  support::zookeeper_session session(server_hosts());
+  const auto children = session.children(path);
+  REQUIRE(children.size() == 1);
+  CHECK(found.holders.front().fencing_token ==
+        static_cast<std::uint64_t>(session.czxid(path + "/" + children.front())));
+  CHECK(curator.release());
+}

@@ -50,3 +50,23 @@ TEST_CASE("a node without the protection prefix (an unprotected Curator client) 
   CHECK(queue[0].sequence == "0000000002");
   CHECK(queue[1].name == "lock-0000000004");
 }
+
+TEST_CASE("an election's candidates and the lock's queue on one node leave each other out",
+          "[zookeeper][unit]") {
+  const std::vector<std::string> children{
+      "_c_aaaa-latch-0000000004",
+      "_c_bbbb-lock-0000000002",
+      "upgrade-gate",
+      "_c_cccc-latch-0000000003",
+      "_c_dddd-__WRIT__0000000005",
+  };
+  const auto candidates = dlock::zookeeper::detail::ordered_by(
+      children, dlock::zookeeper::detail::latch_marker);
+  REQUIRE(candidates.size() == 2);
+  CHECK(candidates[0].name == "_c_cccc-latch-0000000003");  // the lowest leads
+  CHECK(candidates[1].name == "_c_aaaa-latch-0000000004");
+  const auto queue = queue_order(children);
+  REQUIRE(queue.size() == 2);
+  CHECK(queue[0].name == "_c_bbbb-lock-0000000002");
+  CHECK(queue[1].name == "_c_dddd-__WRIT__0000000005");
+}

@@ -26,6 +26,16 @@ dlock::zookeeper::options test_options(std::string base_path) {
   return {.hosts = server_hosts(), .base_path = std::move(base_path), .session_timeout = 4s};
 }
 
+// `user` with the password "<user>-secret", making nodes under `acl`.
+dlock::zookeeper::options digest_options(std::string base_path, const std::string& user,
+                                         dlock::zookeeper::acl_policy acl) {
+  auto opts = test_options(std::move(base_path));
+  opts.user = user;
+  opts.password = user + "-secret";
+  opts.acl = acl;
+  return opts;
+}
+
 std::shared_ptr<dlock::zookeeper::provider> make_zookeeper(dlock::zookeeper::options opts) {
   return std::make_shared<dlock::zookeeper::provider>(std::move(opts));
 }
@@ -84,6 +94,57 @@ TEST_CASE("reader-writer and semaphore nodes follow Curator's layouts", "[zookee
         session.czxid(base + "/encoders/leases/" + children[0]));
 }
 
+namespace {
+
+std::string data_of(support::zookeeper_session& session, const std::string& path) {
+  char buffer[512];
+  int length = sizeof buffer;
+  REQUIRE(zoo_get(session.native(), path.c_str(), 0, buffer, &length, nullptr) == ZOK);
+  return std::string(buffer, length > 0 ? static_cast<std::size_t>(length) : 0);
+}
+
+}  // namespace
+
+TEST_CASE("an election's candidate is a LeaderLatch node whose data is the proclaimed value, "
+          "and a lock's node carries its owner",
+          "[zookeeper][election][inspect]") {
+  const std::string base = "/" + unique_name("dlock-layout");
+  auto zk = make_zookeeper(test_options(base));
+  auto lock = zk->create_lock("scheduler").with_owner("owner of the lock").acquire(10s);
+  dlock::leadership lead = zk->create_election("scheduler").campaign("first value", 10s);
+  const std::string parent = zk->lock_node_path("scheduler");
+
+  support::zookeeper_session session(server_hosts());
+  std::string candidate, locker;
+  for (const std::string& child : session.children(parent)) {
+    (child.find("-latch-") != std::string::npos ? candidate : locker) = child;
+  }
+  CHECK(std::regex_match(candidate, std::regex("_c_[0-9a-f-]{36}-latch-[0-9]{10}")));
+  CHECK(static_cast<std::int64_t>(lead.term()) == session.czxid(parent + "/" + candidate));
+  CHECK(data_of(session, parent + "/" + candidate) == "first value");
+  lead.proclaim("second value");
+  CHECK(data_of(session, parent + "/" + candidate) == "second value");
+  CHECK(data_of(session, parent + "/" + locker) == "owner of the lock");
+  lead.resign();
+  CHECK(session.children(parent).size() == 1);  // the lock's node stays
+}
+
+TEST_CASE("under a read-only-for-others ACL a stranger may inspect a lock but not break it",
+          "[zookeeper][acl][inspect]") {
+  const std::string base = "/" + unique_name("dlock-acl");
+  auto opts = digest_options(base, "carol", dlock::zookeeper::acl_policy::read_only_for_others);
+  auto zk = make_zookeeper(opts);
+  auto held = zk->create_lock("x").with_owner("carol's job").acquire(10s);
+  auto stranger = make_zookeeper(test_options(base));
+  const auto found = stranger->inspect("x");
+  REQUIRE(found.holders.size() == 1);
+  CHECK(found.holders.front().owner == "carol's job");
+  CHECK_THROWS_WITH(stranger->break_lock("x"), Catch::Contains("not authorized"));
+  CHECK_FALSE(held.lost());
+  zk->break_lock("x");  // the creator may
+  CHECK(wait_until([&] { return held.lost(); }, 5s));
+}
+
 TEST_CASE("a node deleted by someone else marks its handle lost and frees the lock",
           "[zookeeper][lost]") {
   const std::string base = "/" + unique_name("dlock-deleted");
@@ -103,10 +164,7 @@ TEST_CASE("a node deleted by someone else marks its handle lost and frees the lo
 TEST_CASE("a client without the credentials cannot delete a lock node of a creator-only ACL",
           "[zookeeper][acl]") {
   const std::string base = "/" + unique_name("dlock-acl");
-  auto opts = test_options(base);
-  opts.user = "alice";
-  opts.password = "alice-secret";
-  opts.acl = dlock::zookeeper::acl_policy::creator_only;
+  auto opts = digest_options(base, "alice", dlock::zookeeper::acl_policy::creator_only);
   auto zk = make_zookeeper(opts);
   auto held = zk->create_lock("x").acquire(10s);
   const std::string parent = zk->lock_node_path("x");
@@ -140,10 +198,7 @@ TEST_CASE("a client without the credentials cannot delete a lock node of a creat
 TEST_CASE("a read-only-for-others ACL lets strangers see the queue but not change it",
           "[zookeeper][acl]") {
   const std::string base = "/" + unique_name("dlock-acl");
-  auto opts = test_options(base);
-  opts.user = "bob";
-  opts.password = "bob-secret";
-  opts.acl = dlock::zookeeper::acl_policy::read_only_for_others;
+  auto opts = digest_options(base, "bob", dlock::zookeeper::acl_policy::read_only_for_others);
   auto zk = make_zookeeper(opts);
   auto held = zk->create_lock("x").acquire(10s);
   const std::string parent = zk->lock_node_path("x");

@@ -47,6 +47,10 @@ zookeeper_acquire::zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend,
     stages_.push_back({node, request_.mode == lock_mode::shared ? read_marker : write_marker});
   } else if (request_.kind == primitive::upgrade_gate) {
     stages_.push_back({node + "/" + std::string(upgrade_gate_node), lock_marker});
+  } else if (request_.kind == primitive::election) {
+    // Curator's LeaderLatch on the name's node: its `latch-` candidates and the lock's
+    // `lock-` nodes leave each other out of their queues.
+    stages_.push_back({node, latch_marker});
   } else {
     stages_.push_back({node, lock_marker});
   }
@@ -61,6 +65,12 @@ void zookeeper_acquire::cancel() noexcept {
 }
 
 zk_session& zookeeper_acquire::session() { return backend_->session(); }
+
+std::string zookeeper_acquire::node_data() const {
+  // A candidate's data is the value it proclaims once it leads (election_board.cpp); empty
+  // until then, it shows nobody leading in the meantime.
+  return request_.kind == primitive::election ? std::string() : request_.owner;
+}
 
 zk_handler zookeeper_acquire::wake() {
   return [self = shared_from_this()](zk_reply event) {
@@ -102,7 +112,8 @@ void zookeeper_acquire::send_create() {
     s.create_unknown = true;
     self.session().create(
         s.parent + "/" + s.prefix + std::string(s.marker), true,
-        self.step([](zookeeper_acquire& me, zk_reply reply) { me.on_created(std::move(reply)); }));
+        self.step([](zookeeper_acquire& me, zk_reply reply) { me.on_created(std::move(reply)); }),
+        self.node_data());
     if (self.leases_stage()) return;
     // Pipelined: the server runs a session's requests in order, so this listing already
     // shows the node the create makes, and the grant costs one round trip less.
@@ -197,7 +208,8 @@ void zookeeper_acquire::on_queue(zk_reply reply) {
   if (reply.rc != ZOK) return on_call_failed(reply.rc, "list");
   const stage& s = current();
   const std::string own = basename_of(s.node);
-  const auto queue = queue_order(reply.children);
+  const auto queue = s.marker == latch_marker ? ordered_by(reply.children, latch_marker)
+                                              : queue_order(reply.children);
   auto ours =
       std::find_if(queue.begin(), queue.end(), [&](const queued_node& n) { return n.name == own; });
   // Our node is gone (deleted by someone, or its session expired): queue again.

@@ -70,6 +70,9 @@ class zookeeper_acquire final : public acquire_operation,
   /// The backend's session: where every call of the recipe goes.
   zk_session& session();
   stage& current() { return stages_[stage_index_]; }
+  /// The data of our nodes: the owner (what Curator's data, the host's address, stands for),
+  /// read by the inspector.
+  std::string node_data() const;
   bool leases_stage() const { return request_.kind == primitive::semaphore && stage_index_ == 1; }
   bool withdrawing() const { return phase_ == phase::withdrawing || phase_ == phase::answered; }
 

@@ -1,5 +1,6 @@
 #include "backend.hpp"
 
+#include <dlock/core/backend/blocking_call.hpp>
 #include <dlock/core/backend/naming.hpp>
 
 #include "acquire.hpp"
@@ -57,6 +58,26 @@ provider_health zookeeper_backend::health() const {
       std::to_string(duration_cast<milliseconds>(options_.session_timeout).count()) +
       " ms without one)"));
   return health;
+}
+
+std::vector<zk_reply> zookeeper_backend::ask(const call_sender& send,
+                                             const std::string& no_answer) {
+  std::vector<blocking_reply<zk_reply>> answers;
+  send([&answers] {
+    blocking_reply<zk_reply> answer;
+    answers.push_back(answer);
+    return [answer](zk_reply reply) { answer.set_value(std::move(reply)); };
+  });
+  using clock = std::chrono::steady_clock;
+  const clock::time_point deadline = clock::now() + options_.release_timeout;
+  std::vector<zk_reply> replies;
+  for (const auto& answer : answers) {
+    const std::chrono::nanoseconds left = std::max(clock::duration::zero(), deadline - clock::now());
+    std::optional<zk_reply> reply = answer.get_for(left);
+    if (!reply) throw connection_error(no_answer);
+    replies.push_back(std::move(*reply));
+  }
+  return replies;
 }
 
 std::optional<std::uint32_t> zookeeper_backend::current_count(const acquire_request& request) {

@@ -3,10 +3,13 @@
 // Start here. One ZooKeeper session per provider (session.hpp) runs every call; acquire.hpp
 // runs Curator's recipes over it in the layout of node_layout.hpp; a grant is a lease
 // (lease.hpp) whose node held_watch.hpp watches; semaphore_count.hpp counts a semaphore's
-// leases. Every recipe step runs on the provider's io thread.
+// leases; election_board.cpp keeps leader records in Curator's LeaderLatch layout, and
+// inspector.cpp shows and breaks what the nodes hold. Every recipe step runs on the
+// provider's io thread.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +43,23 @@ class zookeeper_backend final : public dlock::backend,
 
   /// Opens the session and waits up to connect_timeout for it. Throws connection_error.
   void start() override;
+
+  /// Leader records in the candidates' nodes (election_board.cpp).
+  std::shared_ptr<election_board> elections() override;
+  /// Holders and waiters from the name's nodes, their data and stat (inspector.cpp).
+  lock_inspection inspect(const std::string& name) override;
+  /// inspect() of the names below base_path that start with `prefix`.
+  std::vector<lock_inspection> list_locks(const std::string& prefix) override;
+  /// Deletes the holders' nodes; their watches mark them lost.
+  void break_lock(const std::string& name) override;
+
+  /// The calls one blocking read or write makes: `send(answer)` passes `answer()` as the
+  /// handler of each session call it makes, with answer_on_client_thread set.
+  using call_sender = std::function<void(const std::function<zk_handler()>& answer)>;
+  /// Makes the calls of `send` and waits for every answer, up to release_timeout in all;
+  /// returns them in call order. Works on any thread but the client's (the answers never
+  /// need the io thread). Throws connection_error(`no_answer`) when one does not come.
+  std::vector<zk_reply> ask(const call_sender& send, const std::string& no_answer);
 
   const options& settings() const noexcept { return options_; }
   /// `<base_path>/<escaped name>`.

@@ -72,8 +72,26 @@ void deliver(std::uint64_t id, zk_reply reply) {
 
 void on_void_completion(int rc, const void* context) { deliver(id_of(context), {.rc = rc}); }
 
+namespace {
+
+zk_reply with_stat(int rc, const struct Stat* stat) {
+  zk_reply reply{.rc = rc};
+  if (stat) {
+    reply.czxid = stat->czxid;
+    reply.ctime = stat->ctime;
+    reply.version = stat->version;
+  }
+  return reply;
+}
+
+}  // namespace
+
 void on_stat_completion(int rc, const struct Stat* stat, const void* context) {
-  deliver(id_of(context), {.rc = rc, .czxid = stat ? stat->czxid : 0});
+  deliver(id_of(context), with_stat(rc, stat));
+}
+
+void on_string_completion(int rc, const char*, const void* context) {
+  deliver(id_of(context), {.rc = rc});
 }
 
 void set_create_answer_filter(create_answer_filter filter) noexcept { create_filter = filter; }
@@ -89,9 +107,9 @@ void on_create_completion(int rc, const char* path, const struct Stat* stat,
           {.rc = rc, .path = path ? path : "", .czxid = stat ? stat->czxid : 0});
 }
 
-void on_data_completion(int rc, const char* value, int value_length, const struct Stat*,
+void on_data_completion(int rc, const char* value, int value_length, const struct Stat* stat,
                         const void* context) {
-  zk_reply reply{.rc = rc};
+  zk_reply reply = with_stat(rc, stat);
   if (rc == ZOK && value && value_length > 0) {
     reply.data.assign(value, static_cast<std::size_t>(value_length));
   }

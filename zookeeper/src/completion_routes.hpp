@@ -23,7 +23,9 @@ struct zk_reply {
   std::string path;                    ///< create: the node created
   std::string data;                    ///< get: the node's data
   std::vector<std::string> children;   ///< get_children
-  std::int64_t czxid = 0;              ///< create, exists
+  std::int64_t czxid = 0;              ///< create, exists, get, set
+  std::int64_t ctime = 0;              ///< exists, get, set: creation time, ms since the epoch
+  std::int32_t version = 0;            ///< exists, get, set: the data's version
 };
 
 using zk_handler = std::function<void(zk_reply)>;
@@ -51,6 +53,8 @@ void on_stat_completion(int rc, const struct Stat* stat, const void* context);
 void on_create_completion(int rc, const char* path, const struct Stat* stat, const void* context);
 void on_data_completion(int rc, const char* value, int value_length, const struct Stat* stat,
                         const void* context);
+/// A sync's answer (zoo_async).
+void on_string_completion(int rc, const char* value, const void* context);
 void on_children_completion(int rc, const struct String_vector* children, const void* context);
 /// Watch events of a node or its children; session events other than expiry are ignored
 /// (the client keeps the watch and sets it again after reconnecting).

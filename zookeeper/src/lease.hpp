@@ -1,6 +1,7 @@
 // Private to dlock::zookeeper: a grant, the node an acquire created, watched until released.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,12 +29,19 @@ class zookeeper_lease final : public dlock::lease {
   /// The node's full path (without chroot).
   const std::string& node() const noexcept { return node_; }
 
+  /// The version of the node's data as this grant last wrote it (an election's proclaim),
+  /// or -1 once a write's outcome is unknown.
+  std::int32_t data_version() const noexcept { return data_version_.load(); }
+  void set_data_version(std::int32_t version) const noexcept { data_version_.store(version); }
+
  private:
   std::shared_ptr<zookeeper_backend> backend_;
   std::string node_;
   std::string name_;
   std::uint64_t held_id_ = 0;
   bool released_ = false;
+  // Written through the const lease an election board is given.
+  mutable std::atomic<std::int32_t> data_version_{0};
 };
 
 }  // namespace dlock::zookeeper::detail

@@ -22,6 +22,11 @@ std::optional<std::string_view> sequence_after(std::string_view name, std::strin
   return rest;
 }
 
+void sort_by_sequence(std::vector<queued_node>& nodes) {
+  std::sort(nodes.begin(), nodes.end(),
+            [](const queued_node& a, const queued_node& b) { return a.sequence < b.sequence; });
+}
+
 }  // namespace
 
 std::string new_protection_prefix() {
@@ -57,9 +62,20 @@ std::vector<queued_node> queue_order(const std::vector<std::string>& children) {
       }
     }
   }
-  std::sort(queue.begin(), queue.end(),
-            [](const queued_node& a, const queued_node& b) { return a.sequence < b.sequence; });
+  sort_by_sequence(queue);
   return queue;
+}
+
+std::vector<queued_node> ordered_by(const std::vector<std::string>& children,
+                                    std::string_view marker) {
+  std::vector<queued_node> ordered;
+  for (const std::string& child : children) {
+    if (auto sequence = sequence_after(child, marker)) {
+      ordered.push_back({child, std::string(*sequence), true});
+    }
+  }
+  sort_by_sequence(ordered);
+  return ordered;
 }
 
 bool is_lease_node(std::string_view name) { return sequence_after(name, lease_marker).has_value(); }

@@ -63,6 +63,12 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   /// `answer_on_client_thread`: `then` runs on the client's completion thread (it must only
   /// post or hand the answer over), sparing the io thread a wake-up.
   void get_data(const std::string& path, zk_handler then, bool answer_on_client_thread = false);
+  /// Writes `data` to `path` if its version is still `version` (-1: any).
+  void set_data(const std::string& path, const std::string& data, std::int32_t version,
+                zk_handler then, bool answer_on_client_thread = false);
+  /// ZooKeeper's sync: the reads sent after it see every write completed before it, whichever
+  /// member the session is on.
+  void sync(const std::string& path, zk_handler then, bool answer_on_client_thread = false);
   void get_children(const std::string& path, zk_handler then, zk_handler* on_change = nullptr,
                     std::uint64_t* watch_id = nullptr, bool answer_on_client_thread = false);
   void exists(const std::string& path, zk_handler then, zk_handler* on_change = nullptr,

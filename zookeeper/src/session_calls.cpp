@@ -106,6 +106,22 @@ void zk_session::get_data(const std::string& path, zk_handler then,
   });
 }
 
+void zk_session::set_data(const std::string& path, const std::string& data,
+                          std::int32_t version, zk_handler then, bool answer_on_client_thread) {
+  const auto id = add_route(answers_on(answer_on_client_thread), std::move(then));
+  issue(id, [&](zhandle_t* handle, const void* context) {
+    return zoo_aset(handle, path.c_str(), data.data(), static_cast<int>(data.size()), version,
+                    on_stat_completion, context);
+  });
+}
+
+void zk_session::sync(const std::string& path, zk_handler then, bool answer_on_client_thread) {
+  const auto id = add_route(answers_on(answer_on_client_thread), std::move(then));
+  issue(id, [&](zhandle_t* handle, const void* context) {
+    return zoo_async(handle, path.c_str(), on_string_completion, context);
+  });
+}
+
 void zk_session::remove(const std::string& path, zk_handler then) {
   const auto id = add_route(
       executor_, [weak = weak_from_this(), path, then = std::move(then)](zk_reply reply) {

@@ -35,16 +35,28 @@ class zookeeper_fixture final : public backend_fixture {
   std::string url() const override { return endpoint_ + base_path_ + "?session_timeout=4s"; }
 
   // Removes the holders' nodes: a lock's or reader-writer lock's, a semaphore's leases and a
-  // reader-writer lock's upgrade gate.
+  // reader-writer lock's upgrade gate (not an election's candidates, which share the node).
   void break_lock(const std::string& name) override {
     const std::string node = node_of(name);
     support::zookeeper_session session(hosts_);
     for (const std::string& parent : {node, node + "/leases", node + "/upgrade-gate"}) {
       for (const std::string& child : session.children(parent)) {
-        if (!is_container(child)) session.remove(parent + "/" + child);
+        if (!is_container(child) && !is_candidate(child)) session.remove(parent + "/" + child);
       }
     }
   }
+
+  // Removes the election's candidates (Curator's LeaderLatch nodes, docs/election.md), the
+  // leader's among them.
+  void break_election(const std::string& name) override {
+    const std::string node = node_of(name);
+    support::zookeeper_session session(hosts_);
+    for (const std::string& child : session.children(node)) {
+      if (is_candidate(child)) session.remove(node + "/" + child);
+    }
+  }
+
+  bool inspects() const override { return true; }
 
   // The contenders' nodes below the name's node: a lock's or reader-writer lock's children, a
   // semaphore's leases and the nodes of its internal lock, the upgrade gate's; the (container)
@@ -86,6 +98,9 @@ class zookeeper_fixture final : public backend_fixture {
   // The containers below a name's node (docs/zookeeper.md), which hold contenders' nodes.
   static bool is_container(const std::string& child) {
     return child == "leases" || child == "locks" || child == "upgrade-gate";
+  }
+  static bool is_candidate(const std::string& child) {
+    return child.find("-latch-") != std::string::npos;
   }
 
   std::string node_of(const std::string& name) {

@@ -27,6 +27,9 @@ class zookeeper_backend;
 /// same node (Curator's InterProcessReadWriteLock), so a lock and the write side of the
 /// reader-writer lock of one name exclude each other; the semaphore `name` uses
 /// `<base_path>/<escaped name>/leases` and `/locks` (Curator's InterProcessSemaphoreV2).
+/// The election `name` queues `_c_<uuid>-latch-<sequence>` children of the lock's node (Curator's
+/// LeaderLatch, apart from the lock's queue); the lowest leads, its data is the leader's value.
+/// Every other child's data is its grant's owner, for inspect().
 /// Escaping keeps letters, digits, '-', '_' and '.' (not first); every other byte becomes %XX;
 /// an escaped name over 200 bytes is cut and suffixed with '~' and its SHA-1.
 ///
