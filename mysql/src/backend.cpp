@@ -52,14 +52,23 @@ mysql_backend::mysql_backend(options opts)
   if (options_.server_lease > std::chrono::hours(24 * 365)) {
     throw std::invalid_argument(invalid("server_lease", "is longer than a year"));
   }
-  validate_fencing_sequence(options_.fencing_sequence);
-  if (!options_.fencing_sequence.empty() && options_.database.empty() &&
-      options_.fencing_sequence.find('.') == std::string::npos) {
+  validate_object_name("fencing_sequence", options_.fencing_sequence);
+  validate_object_name("semaphore_table", options_.semaphore_table);
+  const auto needs_database = [&](const std::string& object) {
+    return !object.empty() && options_.database.empty() &&
+           object.find('.') == std::string::npos;
+  };
+  if (needs_database(options_.fencing_sequence)) {
     throw std::invalid_argument(invalid(
         "database", "is empty: the fencing sequence needs a database (or fencing_sequence "
                     "as schema.name, or empty for no fencing tokens)"));
   }
-  token_ = token_expression(options_.fencing_sequence);
+  if (needs_database(options_.semaphore_table)) {
+    throw std::invalid_argument(invalid(
+        "database", "is empty: the semaphore table needs a database (or semaphore_table "
+                    "as schema.name, or empty for no max_count check)"));
+  }
+  statements_ = statement_settings_of(options_.fencing_sequence, options_.semaphore_table);
 }
 
 mysql_backend::~mysql_backend() {
@@ -103,25 +112,24 @@ std::shared_ptr<acquire_operation> mysql_backend::start_acquire(acquire_request 
   return op;
 }
 
-// Every new connection first makes sure the fencing sequence exists, until one has. Without
-// the privilege to create it, an attempt fails naming the missing sequence.
+// Every new connection first makes sure the fencing sequence and the semaphore table exist,
+// until one has. Without the privilege to create them, an attempt fails naming the missing
+// one.
 void mysql_backend::connection_opened(mariadb_connection& connection) {
-  if (options_.fencing_sequence.empty() || fencing_sequence_created_) return;
-  connection.execute(
-      create_sequence_sql(options_.fencing_sequence),
-      [weak = weak_from_this(), sequence = options_.fencing_sequence](query_result r) {
-        auto backend = weak.lock();
-        if (!backend) return;
-        if (r.ok()) {
-          backend->fencing_sequence_created_ = true;
-        } else if (!r.connection_broken) {
-          backend->events().background_error(std::make_exception_ptr(dlock::error(
-              backend->message("cannot create the fencing sequence " + sequence + " (" +
-                               r.message +
-                               "); create it once with CREATE SEQUENCE and grant SELECT, "
-                               "INSERT on it to the lock users"))));
-        }
-      });
+  const std::string sql = create_objects_sql(options_.fencing_sequence, options_.semaphore_table);
+  if (sql.empty() || objects_created_) return;
+  connection.execute(sql, [weak = weak_from_this()](query_result r) {
+    auto backend = weak.lock();
+    if (!backend) return;
+    if (r.ok()) {
+      backend->objects_created_ = true;
+    } else if (!r.connection_broken) {
+      backend->events().background_error(std::make_exception_ptr(dlock::error(backend->message(
+          "cannot create the fencing sequence or semaphore table (" + r.message +
+          "); create them once (docs/mysql.md) and grant SELECT, INSERT on the sequence and "
+          "SELECT, INSERT, DELETE on the table to the lock users"))));
+    }
+  });
 }
 
 std::exception_ptr mysql_backend::failure(const query_result& result,

@@ -21,6 +21,7 @@
 
 #include "connection.hpp"
 #include "session_pool.hpp"
+#include "statements.hpp"
 
 namespace dlock::mysql::detail {
 
@@ -46,8 +47,8 @@ class mysql_backend final : public dlock::backend,
   }
 
   const options& settings() const noexcept { return options_; }
-  /// NEXTVAL(sequence), or 0 without fencing.
-  const std::string& token() const noexcept { return token_; }
+  /// The fencing token's expression and the semaphore table, for statements.hpp.
+  const statement_settings& statements() const noexcept { return statements_; }
 
   /// The error an acquire of `name` fails with for `result`.
   std::exception_ptr failure(const query_result& result, std::string_view name) const;
@@ -60,8 +61,8 @@ class mysql_backend final : public dlock::backend,
   std::string endpoint_;
   void connection_opened(mariadb_connection& connection);
 
-  std::string token_;
-  bool fencing_sequence_created_ = false;  // io thread
+  statement_settings statements_;
+  bool objects_created_ = false;  // the fencing sequence and semaphore table; io thread
   std::shared_ptr<session_pool> pool_;
   std::shared_ptr<session_keepalive<session_pool>> keepalive_;
 };

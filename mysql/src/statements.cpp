@@ -93,26 +93,67 @@ std::string writer_attempt(const acquire_request& r, const std::string& token,
   return "SELECT @dlock_won := (" + all + "); " + give_back + finish("0", "@dlock_won", token);
 }
 
-}  // namespace
-
-std::string token_expression(const std::string& fencing_sequence) {
-  return fencing_sequence.empty() ? "0" : "NEXTVAL(" + fencing_sequence + ")";
+// The max_count of a live holder of semaphore `r` that uses another one. A row is live while
+// its holder's connection holds its slot: the rows of holders that are gone are ignored.
+std::string other_count(const acquire_request& r, const std::string& table) {
+  return "(SELECT max_count FROM " + table + " WHERE semaphore = '" + name_hash(r.name) +
+         "' AND max_count <> " + std::to_string(r.max_count) +
+         " AND IS_USED_LOCK(slot_lock) = holder LIMIT 1)";
 }
 
-void validate_fencing_sequence(const std::string& sequence) {
+// `take` gives the slot taken or NULL. With a semaphore table, the attempt takes nothing while
+// live holders use another max_count, records its own count in its slot's row once it holds
+// the slot, and looks again, because two first holders of different counts may have looked
+// at the same time: of two such, the one that looks last sees the other's row (each writes
+// before it looks), and gives its slot back. Rows of holders that are gone go on the way.
+std::string semaphore_attempt(const acquire_request& r, const statement_settings& settings,
+                              const std::string& take) {
+  if (settings.semaphore_table.empty()) {
+    return "SELECT @dlock_slot := " + take +
+           finish("@dlock_slot", "@dlock_slot IS NOT NULL", settings.token);
+  }
+  const std::string& table = settings.semaphore_table;
+  std::string held = "ELT(@dlock_slot + 1";
+  for (std::uint32_t i = 0; i < r.max_count; ++i) held += ", " + semaphore_slot(r, i);
+  held += ")";
+  const std::string hash = "'" + name_hash(r.name) + "'";
+  return "SELECT @dlock_other := " + other_count(r, table) +
+         "; SELECT @dlock_slot := IF(@dlock_other IS NULL, " + take +
+         ", NULL); SET @dlock_held = " + held + "; REPLACE INTO " + table +
+         " (slot_lock, semaphore, max_count, holder) SELECT @dlock_held, " + hash + ", " +
+         std::to_string(r.max_count) +
+         ", CONNECTION_ID() FROM DUAL WHERE @dlock_held IS NOT NULL"
+         "; SELECT @dlock_other := IF(@dlock_held IS NULL, @dlock_other, " +
+         other_count(r, table) +
+         "); DO IF(@dlock_held IS NOT NULL AND @dlock_other IS NOT NULL, "
+         "RELEASE_LOCK(@dlock_held), 0); DELETE FROM " + table + " WHERE semaphore = " + hash +
+         " AND NOT (IS_USED_LOCK(slot_lock) <=> holder)" +
+         finish("@dlock_slot", "@dlock_slot IS NOT NULL AND @dlock_other IS NULL",
+                settings.token, ", @dlock_other");
+}
+
+}  // namespace
+
+statement_settings statement_settings_of(const std::string& fencing_sequence,
+                                         const std::string& semaphore_table) {
+  return {fencing_sequence.empty() ? "0" : "NEXTVAL(" + fencing_sequence + ")",
+          semaphore_table};
+}
+
+void validate_object_name(const char* field, const std::string& object) {
   const auto part_ok = [](std::string_view part) {
     return !part.empty() && part.size() <= 64 &&
            part.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                   "0123456789_$") == std::string_view::npos;
   };
-  if (sequence.empty()) return;
-  const auto dot = sequence.find('.');
-  const std::string_view text = sequence;
+  if (object.empty()) return;
+  const auto dot = object.find('.');
+  const std::string_view text = object;
   if (dot == std::string::npos ? part_ok(text)
                                : part_ok(text.substr(0, dot)) && part_ok(text.substr(dot + 1))) {
     return;
   }
-  throw std::invalid_argument("dlock: mysql: options.fencing_sequence '" + sequence +
+  throw std::invalid_argument("dlock: mysql: options." + std::string(field) + " '" + object +
                               "' must be name or schema.name of letters, digits, '_' and '$'");
 }
 
@@ -122,22 +163,52 @@ std::string server_lease_sql(std::chrono::nanoseconds server_lease) {
   return "SET SESSION wait_timeout = " + std::to_string(lease_seconds);
 }
 
-// DDL only when the sequence is missing: even CREATE ... IF NOT EXISTS waits for an exclusive
-// metadata lock on the name, and every NEXTVAL of every client queues behind it meanwhile.
-std::string create_sequence_sql(const std::string& fencing_sequence) {
-  const auto dot = fencing_sequence.find('.');
+namespace {
+
+// `ddl` only when `object` is missing: even CREATE ... IF NOT EXISTS waits for an exclusive
+// metadata lock on the name, and every statement of every client that uses it (NEXTVAL, the
+// semaphore table's reads) queues behind it meanwhile.
+std::string create_if_missing_sql(const std::string& object, const std::string& ddl) {
+  const auto dot = object.find('.');
   const std::string schema =
-      dot == std::string::npos ? "DATABASE()" : "'" + fencing_sequence.substr(0, dot) + "'";
-  const std::string name =
-      dot == std::string::npos ? fencing_sequence : fencing_sequence.substr(dot + 1);
-  return "SELECT COUNT(*) INTO @dlock_sequences FROM information_schema.TABLES WHERE "
+      dot == std::string::npos ? "DATABASE()" : "'" + object.substr(0, dot) + "'";
+  const std::string name = dot == std::string::npos ? object : object.substr(dot + 1);
+  // PREPARE rather than MariaDB's EXECUTE IMMEDIATE: MySQL has only the former.
+  return "SELECT COUNT(*) INTO @dlock_found FROM information_schema.TABLES WHERE "
          "TABLE_SCHEMA = " + schema + " AND TABLE_NAME = '" + name +
-         "'; EXECUTE IMMEDIATE IF(@dlock_sequences = 0, 'CREATE SEQUENCE IF NOT EXISTS " +
-         fencing_sequence + "', 'DO 0')";
+         "'; SET @dlock_ddl = IF(@dlock_found = 0, '" + ddl +
+         "', 'DO 0'); PREPARE dlock_ddl FROM @dlock_ddl; EXECUTE dlock_ddl; "
+         "DEALLOCATE PREPARE dlock_ddl";
 }
 
-std::string attempt_sql(const acquire_request& r, const std::string& token,
+}  // namespace
+
+// The semaphore table is a MEMORY table: its rows mean something only while their holders'
+// named locks exist, which a server restart ends too, so nothing in it needs to last, and a
+// grant costs no disk write.
+std::string create_objects_sql(const std::string& fencing_sequence,
+                               const std::string& semaphore_table) {
+  std::string sql;
+  if (!fencing_sequence.empty()) {
+    sql = create_if_missing_sql(fencing_sequence,
+                                "CREATE SEQUENCE IF NOT EXISTS " + fencing_sequence);
+  }
+  if (!semaphore_table.empty()) {
+    if (!sql.empty()) sql += "; ";
+    sql += create_if_missing_sql(
+        semaphore_table,
+        "CREATE TABLE IF NOT EXISTS " + semaphore_table +
+            " (slot_lock VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY "
+            "KEY, semaphore CHAR(26) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, max_count "
+            "INT UNSIGNED NOT NULL, holder BIGINT UNSIGNED NOT NULL, KEY (semaphore)) "
+            "ENGINE = MEMORY");
+  }
+  return sql;
+}
+
+std::string attempt_sql(const acquire_request& r, const statement_settings& settings,
                         std::chrono::nanoseconds wait, std::uint32_t slot) {
+  const std::string& token = settings.token;
   const std::string taken = finish("@dlock_slot", "@dlock_slot IS NOT NULL", token);
   switch (r.kind) {
     case primitive::lock:
@@ -153,22 +224,29 @@ std::string attempt_sql(const acquire_request& r, const std::string& token,
           first_free(r.max_count, [&](std::uint32_t i) { return semaphore_slot(r, i); });
       if (wait > std::chrono::nanoseconds::zero()) {
         // Waits at one slot; when the wait runs out, tries every slot once.
-        return "SELECT @dlock_slot := IF(GET_LOCK(" + semaphore_slot(r, slot) + ", " +
-               seconds(wait) + ") = 1, " + std::to_string(slot) + ", " + any_slot + ")" + taken;
+        return semaphore_attempt(r, settings,
+                                 "IF(GET_LOCK(" + semaphore_slot(r, slot) + ", " +
+                                     seconds(wait) + ") = 1, " + std::to_string(slot) + ", " +
+                                     any_slot + ")");
       }
-      return "SELECT @dlock_slot := " + any_slot + taken;
+      return semaphore_attempt(r, settings, any_slot);
     }
   }
   throw std::logic_error("dlock: mysql: unknown primitive");
 }
 
-std::string release_sql(const acquire_request& r, std::optional<std::uint32_t> slot) {
+std::string release_sql(const acquire_request& r, const statement_settings& settings,
+                        std::optional<std::uint32_t> slot) {
   std::string sql = "DO ";
   bool first = true;
   for (const std::string& name : names_of(r)) {
     if (slot && name != checked_name(r, *slot)) continue;
     sql += (first ? "RELEASE_LOCK(" : ", RELEASE_LOCK(") + quoted(name) + ")";
     first = false;
+  }
+  if (r.kind == primitive::semaphore && !settings.semaphore_table.empty()) {
+    sql += "; DELETE FROM " + settings.semaphore_table + " WHERE semaphore = '" +
+           name_hash(r.name) + "' AND holder = CONNECTION_ID()";
   }
   return sql;
 }

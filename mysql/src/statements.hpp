@@ -15,25 +15,37 @@
 
 namespace dlock::mysql::detail {
 
-/// The fencing token's SQL: NEXTVAL(`sequence`), or 0 without fencing.
-std::string token_expression(const std::string& fencing_sequence);
-/// Throws std::invalid_argument unless `sequence` is empty, `name` or `schema.name` of
-/// letters, digits, '_' and '$'.
-void validate_fencing_sequence(const std::string& sequence);
+/// What the statements of one provider name besides the lock: its fencing token and where
+/// semaphore holders record their max_count.
+struct statement_settings {
+  std::string token;            ///< NEXTVAL(`sequence`), or 0 without fencing
+  std::string semaphore_table;  ///< empty: max_count is not checked
+};
+statement_settings statement_settings_of(const std::string& fencing_sequence,
+                                         const std::string& semaphore_table);
+
+/// Throws std::invalid_argument naming options.`field` unless `object` is empty, `name` or
+/// `schema.name` of letters, digits, '_' and '$'.
+void validate_object_name(const char* field, const std::string& object);
 
 /// What every new connection runs first: the server lease (its session's wait_timeout).
 std::string server_lease_sql(std::chrono::nanoseconds server_lease);
-/// Creates the fencing sequence unless it exists (no DDL at all when it does).
-std::string create_sequence_sql(const std::string& fencing_sequence);
+/// Creates the fencing sequence and the semaphore table, those of them that are named and
+/// missing (no DDL at all when they exist). Empty when neither is named.
+std::string create_objects_sql(const std::string& fencing_sequence,
+                               const std::string& semaphore_table);
 
 /// One attempt of `request`. `wait`: how long the server may block in GET_LOCK (zero: one
 /// try). A semaphore waits at slot `slot` only (its other slots are tried by a later
-/// attempt); a reader that waits passes the writer gate first.
-std::string attempt_sql(const acquire_request& request, const std::string& token,
+/// attempt); a reader that waits passes the writer gate first. A semaphore's row has a third
+/// column: the max_count of live holders that use another one (then nothing is granted).
+std::string attempt_sql(const acquire_request& request, const statement_settings& settings,
                         std::chrono::nanoseconds wait, std::uint32_t slot = 0);
 
-/// Gives the grant back: the slot's lock, or every lock of the name (writer, cleanup).
-std::string release_sql(const acquire_request& request, std::optional<std::uint32_t> slot);
+/// Gives the grant back: the slot's lock, or every lock of the name (writer, cleanup), and a
+/// semaphore slot's row in the semaphore table.
+std::string release_sql(const acquire_request& request, const statement_settings& settings,
+                        std::optional<std::uint32_t> slot);
 
 /// The named lock the keepalive checks for a grant of `request` at `slot`.
 std::string checked_name(const acquire_request& request, std::uint32_t slot);

@@ -3,7 +3,9 @@
 // contract suite.
 #include <chrono>
 #include <future>
+#include <optional>
 #include <string>
+#include <thread>
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
 
 #include <boost/asio/use_future.hpp>
@@ -86,6 +88,8 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[mysql]
   REQUIRE_THROWS_WITH(dlock::make_provider(with("ssl=maybe")), Contains("ssl"));
   REQUIRE_THROWS_WITH(dlock::make_provider(with("fencing_sequence=a;b")),
                       Contains("fencing_sequence"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("semaphore_table=a-b")),
+                      Contains("semaphore_table"));
   REQUIRE_THROWS_WITH(dlock::make_provider("mysql://h1:3306,h2:3306/db"), Contains("one host"));
   REQUIRE_THROWS_WITH(dlock::make_provider("mysql://127.0.0.1:3306"), Contains("database"));
   REQUIRE_THROWS_WITH(dlock::make_provider(with("ssl-ca=/x&ssl_ca=/y")), Contains("twice"));
@@ -95,7 +99,9 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[mysql]
                                   "keepalive=5s&server_lease=10s&semaphore_retry=100ms&"
                                   "release_timeout=3s&fencing_sequence=dlock_fencing")));
   CHECK(dlock::make_provider("mariadb://dlock:dlock@127.0.0.1:1/dlock_test"));
-  CHECK(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence="));
+  CHECK(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence=&semaphore_table="));
+  REQUIRE_THROWS_WITH(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence="),
+                      Contains("semaphore table needs a database"));
 }
 
 TEST_CASE("an unreachable server, a wrong password or an unknown database is a connection_error "
@@ -155,6 +161,59 @@ TEST_CASE("fencing tokens come from a sequence the provider creates on first use
   // Without a sequence every token is 0 (for MySQL, which has none).
   auto unfenced = dlock::make_provider(with("fencing_sequence="));
   CHECK(unfenced->create_lock(name).acquire(5s).fencing_token() == 0);
+}
+
+TEST_CASE("a semaphore's max_count is checked against the rows of live holders only, in a "
+          "table the provider creates",
+          "[mysql][semaphore]") {
+  const std::string table = "dlock_semaphore_slots_" + std::to_string(::getpid());
+  support::mariadb_client sql(server_url());
+  sql.query("DROP TABLE IF EXISTS " + table);
+  const auto url = with("semaphore_table=" + table);
+  auto holders = dlock::make_provider(url);
+  auto others = dlock::make_provider(url);
+  const auto name = unique_name("counted");
+  auto held = holders->create_semaphore(name, 3).acquire(5s);
+  REQUIRE(sql.value("SELECT CONCAT(COUNT(*), ' ', MAX(max_count)) FROM " + table) == "1 3");
+  CHECK_THROWS_AS(others->create_semaphore(name, 4).try_acquire(), std::invalid_argument);
+
+  // A holder that is gone leaves its row, which no longer refuses another count, and goes
+  // with the next attempt.
+  sql.query("KILL CONNECTION " + sql.value("SELECT holder FROM " + table));
+  REQUIRE(wait_until([&] { return held.lost(); }));
+  auto recounted = others->create_semaphore(name, 4).try_acquire();
+  CHECK(recounted);
+  CHECK(sql.value("SELECT CONCAT(COUNT(*), ' ', MAX(max_count)) FROM " + table) == "1 4");
+  recounted.reset();
+  CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "0");
+
+  // First holders of two counts at once: never both admitted (each looks again after it
+  // wrote its row).
+  int both = 0;
+  for (int round = 0; round < 20; ++round) {
+    const auto raced = name + "-race" + std::to_string(round);
+    std::optional<dlock::lock_handle> two, three;
+    std::thread other([&] {
+      try {
+        two = others->create_semaphore(raced, 2).try_acquire();
+      } catch (const std::invalid_argument&) {
+      }
+    });
+    try {
+      three = holders->create_semaphore(raced, 3).try_acquire();
+    } catch (const std::invalid_argument&) {
+    }
+    other.join();
+    if (two && *two && three && *three) ++both;
+  }
+  CHECK(both == 0);
+  sql.query("DROP TABLE " + table);
+
+  // Without a table, counts are not checked.
+  auto unchecked = dlock::make_provider(with("semaphore_table="));
+  auto first = unchecked->create_semaphore(name, 2).try_acquire();
+  CHECK(first);
+  CHECK(unchecked->create_semaphore(name, 5).try_acquire());
 }
 
 TEST_CASE("locks held at once share one connection",

@@ -84,8 +84,6 @@ class mariadb_fixture final : public backend_fixture {
   // Every wait is a GET_LOCK in the process list: a lock's, a writer's (which also holds the
   // gate), a reader's at the gate and a semaphore waiter's at one slot.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
-  // Named locks record no max_count; holders of another count go unnoticed.
-  bool checks_max_count_at_acquire() const override { return false; }
 
   void acquire_from_unreachable_endpoint() override {
     auto db = dlock::make_provider("mysql://dlock:dlock@" + unreachable_endpoint() +
