@@ -19,7 +19,7 @@ std::string resource_of(const acquire_request& r) {
     case primitive::reader_writer_lock: return "W" + r.name;
     case primitive::semaphore: return "S" + r.name;
     case primitive::upgrade_gate: return "U" + r.name;
-    case primitive::election: break;  // no election board yet: never asked for
+    case primitive::election: return "E" + r.name;
   }
   return {};
 }

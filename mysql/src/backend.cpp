@@ -54,6 +54,7 @@ mysql_backend::mysql_backend(options opts)
   }
   validate_object_name("fencing_sequence", options_.fencing_sequence);
   validate_object_name("semaphore_table", options_.semaphore_table);
+  validate_object_name("election_table", options_.election_table);
   const auto needs_database = [&](const std::string& object) {
     return !object.empty() && options_.database.empty() &&
            object.find('.') == std::string::npos;
@@ -68,7 +69,12 @@ mysql_backend::mysql_backend(options opts)
         "database", "is empty: the semaphore table needs a database (or semaphore_table "
                     "as schema.name, or empty for no max_count check)"));
   }
-  statements_ = statement_settings_of(options_.fencing_sequence, options_.semaphore_table);
+  if (needs_database(options_.election_table)) {
+    throw std::invalid_argument(invalid(
+        "database", "is empty: the election table needs a database (or election_table as "
+                    "schema.name, or empty for no elections)"));
+  }
+  statements_ = statement_settings_of(options_);
 }
 
 mysql_backend::~mysql_backend() {
@@ -106,7 +112,7 @@ std::shared_ptr<acquire_operation> mysql_backend::start_acquire(acquire_request 
 // until one has. Without the privilege to create them, an attempt fails naming the missing
 // one.
 void mysql_backend::connection_opened(mariadb_connection& connection) {
-  const std::string sql = create_objects_sql(options_.fencing_sequence, options_.semaphore_table);
+  const std::string sql = create_objects_sql(options_);
   if (sql.empty() || objects_created_) return;
   connection.execute(sql, [weak = weak_from_this()](query_result r) {
     auto backend = weak.lock();
@@ -115,9 +121,10 @@ void mysql_backend::connection_opened(mariadb_connection& connection) {
       backend->objects_created_ = true;
     } else if (!r.connection_broken) {
       backend->events().background_error(std::make_exception_ptr(dlock::error(backend->message(
-          "cannot create the fencing sequence or semaphore table (" + r.message +
+          "cannot create the fencing sequence, semaphore table or election table (" +
+          r.message +
           "); create them once (docs/mysql.md) and grant SELECT, INSERT on the sequence and "
-          "SELECT, INSERT, DELETE on the table to the lock users"))));
+          "SELECT, INSERT, UPDATE, DELETE on the tables to the lock users"))));
     }
   });
 }

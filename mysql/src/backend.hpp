@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,6 +54,10 @@ class mysql_backend final : public dlock::backend,
   /// The error an acquire of `name` fails with for `result`.
   std::exception_ptr failure(const query_result& result, std::string_view name) const;
 
+  /// The provider's one election board (election_board.cpp), made on first use; nullptr
+  /// when options.election_table is empty.
+  std::shared_ptr<election_board> elections() override;
+
   // io thread only:
   session_pool& sessions() noexcept { return *pool_; }
 
@@ -62,6 +67,8 @@ class mysql_backend final : public dlock::backend,
   void connection_opened(mariadb_connection& connection);
 
   statement_settings statements_;
+  std::mutex board_mutex_;
+  std::weak_ptr<election_board> board_;  // guarded by board_mutex_
   bool objects_created_ = false;  // the fencing sequence and semaphore table; io thread
   std::shared_ptr<session_pool> pool_;
   std::shared_ptr<session_keepalive<session_pool>> keepalive_;

@@ -134,10 +134,9 @@ std::string semaphore_attempt(const acquire_request& r, const statement_settings
 
 }  // namespace
 
-statement_settings statement_settings_of(const std::string& fencing_sequence,
-                                         const std::string& semaphore_table) {
-  return {fencing_sequence.empty() ? "0" : "NEXTVAL(" + fencing_sequence + ")",
-          semaphore_table};
+statement_settings statement_settings_of(const options& opts) {
+  return {opts.fencing_sequence.empty() ? "0" : "NEXTVAL(" + opts.fencing_sequence + ")",
+          opts.semaphore_table, opts.election_table};
 }
 
 void validate_object_name(const char* field, const std::string& object) {
@@ -185,25 +184,87 @@ std::string create_if_missing_sql(const std::string& object, const std::string& 
 
 // The semaphore table is a MEMORY table: its rows mean something only while their holders'
 // named locks exist, which a server restart ends too, so nothing in it needs to last, and a
-// grant costs no disk write.
-std::string create_objects_sql(const std::string& fencing_sequence,
-                               const std::string& semaphore_table) {
-  std::string sql;
-  if (!fencing_sequence.empty()) {
-    sql = create_if_missing_sql(fencing_sequence,
-                                "CREATE SEQUENCE IF NOT EXISTS " + fencing_sequence);
+// grant costs no disk write. The election table holds values of any length, which MEMORY
+// tables cannot (no BLOBs).
+std::string create_objects_sql(const options& opts) {
+  std::vector<std::string> parts;
+  if (!opts.fencing_sequence.empty()) {
+    parts.push_back(create_if_missing_sql(
+        opts.fencing_sequence, "CREATE SEQUENCE IF NOT EXISTS " + opts.fencing_sequence));
   }
-  if (!semaphore_table.empty()) {
-    if (!sql.empty()) sql += "; ";
-    sql += create_if_missing_sql(
-        semaphore_table,
-        "CREATE TABLE IF NOT EXISTS " + semaphore_table +
+  if (!opts.semaphore_table.empty()) {
+    parts.push_back(create_if_missing_sql(
+        opts.semaphore_table,
+        "CREATE TABLE IF NOT EXISTS " + opts.semaphore_table +
             " (slot_lock VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY "
             "KEY, semaphore CHAR(26) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, max_count "
             "INT UNSIGNED NOT NULL, holder BIGINT UNSIGNED NOT NULL, KEY (semaphore)) "
-            "ENGINE = MEMORY");
+            "ENGINE = MEMORY"));
   }
+  if (!opts.election_table.empty()) {
+    parts.push_back(create_if_missing_sql(
+        opts.election_table,
+        "CREATE TABLE IF NOT EXISTS " + opts.election_table +
+            " (election_lock VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL "
+            "PRIMARY KEY, term BIGINT UNSIGNED NOT NULL, value MEDIUMBLOB NULL, holder BIGINT "
+            "UNSIGNED NOT NULL) ENGINE = InnoDB"));
+  }
+  std::string sql;
+  for (const auto& part : parts) sql += (sql.empty() ? "" : "; ") + part;
   return sql;
+}
+
+namespace {
+
+std::string election_lock(std::string_view election) {
+  return quoted(server_name(name_space::election, election));
+}
+
+std::string hex(std::string_view bytes) {
+  static constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+// The grant writes the record of its term, without a value yet, only while its connection
+// holds the election's lock; the term is read in a statement of its own (finish()).
+std::string election_attempt(const acquire_request& r, const statement_settings& settings,
+                             std::chrono::nanoseconds wait) {
+  const std::string lock = election_lock(r.name);
+  return "SELECT @dlock_slot := IF(GET_LOCK(" + lock + ", " + seconds(wait) +
+         ") = 1, 0, NULL); SELECT @dlock_term := IF(@dlock_slot IS NOT NULL, " +
+         settings.token + ", NULL); REPLACE INTO " + settings.election_table +
+         " (election_lock, term, value, holder) SELECT " + lock +
+         ", @dlock_term, NULL, CONNECTION_ID() FROM DUAL WHERE @dlock_term IS NOT NULL AND "
+         "IS_USED_LOCK(" + lock + ") = CONNECTION_ID(); SELECT @dlock_slot, @dlock_term";
+}
+
+}  // namespace
+
+std::string proclaim_sql(const std::string& table, std::string_view election, std::uint64_t term,
+                         std::string_view value) {
+  const std::string record = " WHERE election_lock = " + election_lock(election) +
+                             " AND term = " + std::to_string(term);
+  return "UPDATE " + table + " SET value = UNHEX('" + hex(value) + "')" + record +
+         " AND IS_USED_LOCK(election_lock) = holder; SELECT COUNT(*) FROM " + table + record +
+         " AND IS_USED_LOCK(election_lock) = holder";
+}
+
+std::string withdraw_sql(const std::string& table, std::string_view election,
+                         std::uint64_t term) {
+  return "DELETE FROM " + table + " WHERE election_lock = " + election_lock(election) +
+         " AND term = " + std::to_string(term);
+}
+
+std::string leader_sql(const std::string& table, std::string_view election) {
+  return "SELECT term, HEX(value) FROM " + table +
+         " WHERE election_lock = " + election_lock(election) +
+         " AND value IS NOT NULL AND IS_USED_LOCK(election_lock) = holder";
 }
 
 std::string attempt_sql(const acquire_request& r, const statement_settings& settings,
@@ -218,7 +279,10 @@ std::string attempt_sql(const acquire_request& r, const statement_settings& sett
              seconds(wait) + ") = 1, 0, NULL)" + taken;
     case primitive::reader_writer_lock:
       return writes(r) ? writer_attempt(r, token, wait) : reader_attempt(r, token, wait);
-    case primitive::election: break;  // no election board yet: never asked for
+    case primitive::election:
+      if (!settings.election_table.empty()) return election_attempt(r, settings, wait);
+      return "SELECT @dlock_slot := IF(GET_LOCK(" + election_lock(r.name) + ", " +
+             seconds(wait) + ") = 1, 0, NULL)" + taken;
     case primitive::semaphore: {
       const std::string any_slot =
           first_free(r.max_count, [&](std::uint32_t i) { return semaphore_slot(r, i); });
@@ -248,6 +312,10 @@ std::string release_sql(const acquire_request& r, const statement_settings& sett
     sql += "; DELETE FROM " + settings.semaphore_table + " WHERE semaphore = '" +
            name_hash(r.name) + "' AND holder = CONNECTION_ID()";
   }
+  if (r.kind == primitive::election && !settings.election_table.empty()) {
+    sql += "; DELETE FROM " + settings.election_table + " WHERE election_lock = " +
+           election_lock(r.name) + " AND holder = CONNECTION_ID()";
+  }
   return sql;
 }
 
@@ -259,7 +327,7 @@ std::string checked_name(const acquire_request& r, std::uint32_t slot) {
       return writes(r) ? server_name(name_space::writer_gate, r.name)
                        : server_name(name_space::reader_slot, r.name, slot);
     case primitive::semaphore: return server_name(name_space::semaphore_slot, r.name, slot);
-    case primitive::election: break;
+    case primitive::election: return server_name(name_space::election, r.name);
   }
   throw std::logic_error("dlock: mysql: unknown primitive");
 }
@@ -282,7 +350,7 @@ std::vector<std::string> names_of(const acquire_request& r) {
         names.push_back(server_name(name_space::semaphore_slot, r.name, i));
       }
       break;
-    case primitive::election: break;
+    case primitive::election: names.push_back(server_name(name_space::election, r.name)); break;
   }
   return names;
 }

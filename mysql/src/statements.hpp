@@ -9,20 +9,22 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/mysql/options.hpp>
 
 namespace dlock::mysql::detail {
 
-/// What the statements of one provider name besides the lock: its fencing token and where
-/// semaphore holders record their max_count.
+/// What the statements of one provider name besides the locks: its fencing token, where
+/// semaphore holders record their max_count and where elections keep their leader records.
 struct statement_settings {
   std::string token;            ///< NEXTVAL(`sequence`), or 0 without fencing
   std::string semaphore_table;  ///< empty: max_count is not checked
+  std::string election_table;   ///< empty: no elections
 };
-statement_settings statement_settings_of(const std::string& fencing_sequence,
-                                         const std::string& semaphore_table);
+statement_settings statement_settings_of(const options& opts);
 
 /// Throws std::invalid_argument naming options.`field` unless `object` is empty, `name` or
 /// `schema.name` of letters, digits, '_' and '$'.
@@ -30,10 +32,18 @@ void validate_object_name(const char* field, const std::string& object);
 
 /// What every new connection runs first: the server lease (its session's wait_timeout).
 std::string server_lease_sql(std::chrono::nanoseconds server_lease);
-/// Creates the fencing sequence and the semaphore table, those of them that are named and
-/// missing (no DDL at all when they exist). Empty when neither is named.
-std::string create_objects_sql(const std::string& fencing_sequence,
-                               const std::string& semaphore_table);
+/// Creates the fencing sequence, the semaphore table and the election table, those of them
+/// that are named and missing (no DDL at all when they exist). Empty when none is named.
+std::string create_objects_sql(const options& opts);
+
+/// The election board's statements (docs/election.md). proclaim_sql's last row is 1 when the
+/// record of `term` holds `value` and its holder still holds the election's lock.
+std::string proclaim_sql(const std::string& table, std::string_view election, std::uint64_t term,
+                         std::string_view value);
+std::string withdraw_sql(const std::string& table, std::string_view election,
+                         std::uint64_t term);
+/// One row (term, HEX(value)) when a live holder has proclaimed; none otherwise.
+std::string leader_sql(const std::string& table, std::string_view election);
 
 /// One attempt of `request`. `wait`: how long the server may block in GET_LOCK (zero: one
 /// try). A semaphore waits at slot `slot` only (its other slots are tried by a later

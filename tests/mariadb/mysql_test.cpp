@@ -46,6 +46,13 @@ class mariadb_cli {
   support::child_process process_;
 };
 
+// A table name of this process's own that does not exist yet, for a provider to create.
+std::string missing_table(support::mariadb_client& sql, const std::string& prefix) {
+  const std::string table = prefix + "_" + std::to_string(::getpid());
+  sql.query("DROP TABLE IF EXISTS " + table);
+  return table;
+}
+
 }  // namespace
 
 TEST_CASE("a mariadb client holding the mapped name excludes dlock, and dlock excludes it",
@@ -99,9 +106,15 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[mysql]
                                   "keepalive=5s&server_lease=10s&semaphore_retry=100ms&"
                                   "release_timeout=3s&fencing_sequence=dlock_fencing")));
   CHECK(dlock::make_provider("mariadb://dlock:dlock@127.0.0.1:1/dlock_test"));
-  CHECK(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence=&semaphore_table="));
+  CHECK(dlock::make_provider(
+      "mysql://dlock@127.0.0.1:1/?fencing_sequence=&semaphore_table=&election_table="));
   REQUIRE_THROWS_WITH(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence="),
                       Contains("semaphore table needs a database"));
+  REQUIRE_THROWS_WITH(
+      dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence=&semaphore_table="),
+      Contains("election table needs a database"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("election_table=x.y.z")),
+                      Contains("election_table"));
 }
 
 TEST_CASE("an unreachable server, a wrong password or an unknown database is a connection_error "
@@ -166,9 +179,8 @@ TEST_CASE("fencing tokens come from a sequence the provider creates on first use
 TEST_CASE("a semaphore's max_count is checked against the rows of live holders only, in a "
           "table the provider creates",
           "[mysql][semaphore]") {
-  const std::string table = "dlock_semaphore_slots_" + std::to_string(::getpid());
   support::mariadb_client sql(server_url());
-  sql.query("DROP TABLE IF EXISTS " + table);
+  const std::string table = missing_table(sql, "dlock_semaphore_slots");
   const auto url = with("semaphore_table=" + table);
   auto holders = dlock::make_provider(url);
   auto others = dlock::make_provider(url);
@@ -214,6 +226,38 @@ TEST_CASE("a semaphore's max_count is checked against the rows of live holders o
   auto first = unchecked->create_semaphore(name, 2).try_acquire();
   CHECK(first);
   CHECK(unchecked->create_semaphore(name, 5).try_acquire());
+}
+
+TEST_CASE("an election's record is a row of the election table, shown only while its holder's "
+          "connection holds the election's lock",
+          "[mysql][election]") {
+  support::mariadb_client sql(server_url());
+  const std::string table = missing_table(sql, "dlock_elections");
+  auto db = dlock::make_provider(with("election_table=" + table));
+  dlock::election e = db->create_election(unique_name("recorded"));
+  CHECK_FALSE(e.leader());  // the board creates the table before its first read
+  auto lead = e.campaign("first", 5s);
+  const std::string row = "SELECT CONCAT(term, ' ', value, ' ', holder = "
+                          "IS_USED_LOCK(election_lock)) FROM " + table;
+  CHECK(sql.value(row) == std::to_string(lead.term()) + " first 1");
+
+  // The leader's connection ends: its row stays, and shows nobody.
+  sql.query("KILL CONNECTION " + sql.value("SELECT holder FROM " + table));
+  REQUIRE(wait_until([&] { return lead.lost(); }));
+  CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "1");
+  CHECK_FALSE(e.leader());
+  CHECK_THROWS_AS(lead.proclaim("stale"), dlock::lock_lost_error);
+  // The next leader's grant replaces it, and its release deletes it.
+  auto next = e.campaign("second", 5s);
+  CHECK(next.term() > lead.term());
+  CHECK(e.leader() == dlock::leader_info{"second", next.term()});
+  next.resign();
+  CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "0");
+  sql.query("DROP TABLE " + table);
+
+  // Without an election table the provider has no elections.
+  CHECK_THROWS_AS(dlock::make_provider(with("election_table="))->create_election("x"),
+                  dlock::error);
 }
 
 TEST_CASE("locks held at once share one connection",

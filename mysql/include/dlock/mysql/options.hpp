@@ -51,6 +51,9 @@ struct options {
   /// holder records the max_count it uses, so that an acquire with another max_count fails
   /// (named locks record no count). Created on first use when missing. Empty: not checked.
   std::string semaphore_table = "dlock_semaphore_slots";
+  /// The table (`name` or `schema.name`) of leader elections' records (docs/election.md),
+  /// created on first use when missing. Empty: the provider has no elections.
+  std::string election_table = "dlock_elections";
   /// A semaphore waiter (and a reader when every reader slot is taken) waits at one slot and
   /// tries the others this often: named locks cannot wait for "any of". Positive.
   std::chrono::nanoseconds semaphore_retry = std::chrono::milliseconds(250);
