@@ -55,6 +55,7 @@ mysql_backend::mysql_backend(options opts)
   validate_object_name("fencing_sequence", options_.fencing_sequence);
   validate_object_name("semaphore_table", options_.semaphore_table);
   validate_object_name("election_table", options_.election_table);
+  validate_object_name("grant_table", options_.grant_table);
   const auto needs_database = [&](const std::string& object) {
     return !object.empty() && options_.database.empty() &&
            object.find('.') == std::string::npos;
@@ -73,6 +74,11 @@ mysql_backend::mysql_backend(options opts)
     throw std::invalid_argument(invalid(
         "database", "is empty: the election table needs a database (or election_table as "
                     "schema.name, or empty for no elections)"));
+  }
+  if (needs_database(options_.grant_table)) {
+    throw std::invalid_argument(invalid(
+        "database", "is empty: the grant table needs a database (or grant_table as "
+                    "schema.name, or empty for no inspector)"));
   }
   statements_ = statement_settings_of(options_);
 }
@@ -121,7 +127,7 @@ void mysql_backend::connection_opened(mariadb_connection& connection) {
       backend->objects_created_ = true;
     } else if (!r.connection_broken) {
       backend->events().background_error(std::make_exception_ptr(dlock::error(backend->message(
-          "cannot create the fencing sequence, semaphore table or election table (" +
+          "cannot create the fencing sequence, semaphore, election or grant table (" +
           r.message +
           "); create them once (docs/mysql.md) and grant SELECT, INSERT on the sequence and "
           "SELECT, INSERT, UPDATE, DELETE on the tables to the lock users"))));

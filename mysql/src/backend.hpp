@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <dlock/core/backend/backend.hpp>
 #include <dlock/core/backend/pooled_lease.hpp>
@@ -58,6 +59,12 @@ class mysql_backend final : public dlock::backend,
   /// when options.election_table is empty.
   std::shared_ptr<election_board> elections() override;
 
+  // inspector.cpp: the grant table's live rows, the process list's waits; a break KILLs the
+  // holders' connections.
+  lock_inspection inspect(const std::string& name) override;
+  std::vector<lock_inspection> list_locks(const std::string& prefix) override;
+  void break_lock(const std::string& name) override;
+
   // io thread only:
   session_pool& sessions() noexcept { return *pool_; }
 
@@ -65,6 +72,10 @@ class mysql_backend final : public dlock::backend,
   options options_;
   std::string endpoint_;
   void connection_opened(mariadb_connection& connection);
+  /// Runs `sql` on a pooled connection from a caller's thread and waits for its answer;
+  /// throws its failure as an acquire of `name` would.
+  query_result query_now(std::string sql, const std::string& name);
+  void require_grant_table(const char* operation) const;
 
   statement_settings statements_;
   std::mutex board_mutex_;

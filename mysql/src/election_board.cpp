@@ -20,15 +20,6 @@ namespace dlock::mysql::detail {
 
 namespace {
 
-std::string from_hex(const std::string& digits) {
-  const auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'A' + 10; };
-  std::string bytes;
-  for (std::size_t i = 0; i + 1 < digits.size(); i += 2) {
-    bytes += static_cast<char>(nibble(digits[i]) << 4 | nibble(digits[i + 1]));
-  }
-  return bytes;
-}
-
 class mysql_election_board final : public election_board {
  public:
   explicit mysql_election_board(std::shared_ptr<mysql_backend> backend)

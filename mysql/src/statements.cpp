@@ -49,17 +49,64 @@ std::string first_free(std::uint32_t count, Slot slot) {
   return sql + " END";
 }
 
-// The batch's last statement: the slot and, when `granted`, the fencing token. NEXTVAL opens
-// the sequence, which holds a metadata lock on it until the statement ends; in a statement of
-// its own it is never held through a wait (a waiting statement would block CREATE SEQUENCE
-// and any other DDL on it for as long as it waits).
-std::string finish(const std::string& slot, const std::string& granted, const std::string& token,
-                   const std::string& extra = {}) {
-  return "; SELECT IF(" + granted + ", " + slot + ", NULL), IF(" + granted + ", " + token +
-         ", NULL)" + extra;
+// The party kind recorded in the grant table, and the named lock a grant of `r` holds (by
+// @dlock_slot where it has slots); nothing for the upgrade gate, whose holder also holds a
+// reader slot, recorded as such.
+std::optional<std::pair<party_kind, std::string>> recorded_grant(const acquire_request& r) {
+  const auto by_slot = [&](std::uint32_t count, auto slot) {
+    std::string held = "ELT(@dlock_slot + 1";
+    for (std::uint32_t i = 0; i < count; ++i) held += ", " + slot(i);
+    return held + ")";
+  };
+  switch (r.kind) {
+    case primitive::lock: return std::pair{party_kind::exclusive, lock_name(r)};
+    case primitive::reader_writer_lock:
+      if (writes(r)) return std::pair{party_kind::write, gate(r)};
+      return std::pair{party_kind::read,
+                       by_slot(reader_slots, [&](std::uint32_t i) { return reader(r, i); })};
+    case primitive::semaphore:
+      return std::pair{party_kind::semaphore_slot, by_slot(r.max_count, [&](std::uint32_t i) {
+                         return semaphore_slot(r, i);
+                       })};
+    case primitive::upgrade_gate:
+    case primitive::election: break;
+  }
+  return std::nullopt;
 }
 
-std::string reader_attempt(const acquire_request& r, const std::string& token,
+std::string hex(std::string_view bytes) {
+  static constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+// The batch's last statements: the fencing token when `granted`, the grant's row in the grant
+// table (written by the holding connection, so its holder is CONNECTION_ID()), then the slot
+// and the token. NEXTVAL opens the sequence, which holds a metadata lock on it until the
+// statement ends; in a statement of its own it is never held through a wait (a waiting
+// statement would block CREATE SEQUENCE and any other DDL on it for as long as it waits).
+std::string finish(const acquire_request& r, const statement_settings& settings,
+                   const std::string& slot, const std::string& granted,
+                   const std::string& extra = {}) {
+  std::string sql = "; SELECT @dlock_token := IF(" + granted + ", " + settings.token + ", NULL)";
+  const auto recorded = recorded_grant(r);
+  if (!settings.grant_table.empty() && recorded) {
+    sql += "; REPLACE INTO " + settings.grant_table +
+           " (server_lock, name_hash, name, kind, token, since_us, owner, holder) SELECT " +
+           recorded->second + ", '" + name_hash(r.name) + "', UNHEX('" + hex(r.name) + "'), " +
+           std::to_string(static_cast<int>(recorded->first)) +
+           ", @dlock_token, CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS UNSIGNED), UNHEX('" +
+           hex(r.owner) + "'), CONNECTION_ID() FROM DUAL WHERE @dlock_token IS NOT NULL";
+  }
+  return sql + "; SELECT IF(" + granted + ", " + slot + ", NULL), @dlock_token" + extra;
+}
+
+std::string reader_attempt(const acquire_request& r, const statement_settings& settings,
                            std::chrono::nanoseconds wait) {
   const auto slot = [&](std::uint32_t i) { return reader(r, i); };
   if (wait > std::chrono::nanoseconds::zero()) {
@@ -67,7 +114,7 @@ std::string reader_attempt(const acquire_request& r, const std::string& token,
     return "SELECT @dlock_gate := GET_LOCK(" + gate(r) + ", " + seconds(wait) +
            "); SELECT @dlock_slot := IF(@dlock_gate = 1, " + first_free(reader_slots, slot) +
            ", NULL); DO RELEASE_LOCK(" + gate(r) + ")" +
-           finish("@dlock_slot", "@dlock_slot IS NOT NULL", token, ", 1");
+           finish(r, settings, "@dlock_slot", "@dlock_slot IS NOT NULL", ", 1");
   }
   // A slot, kept only while no writer holds or waits at the gate.
   std::string give_back = "CASE @dlock_slot";
@@ -78,10 +125,10 @@ std::string reader_attempt(const acquire_request& r, const std::string& token,
   return "SELECT @dlock_slot := IF(IS_FREE_LOCK(" + gate(r) + ") = 1, " +
          first_free(reader_slots, slot) + ", NULL), @dlock_kept := (@dlock_slot IS NOT NULL "
          "AND IS_FREE_LOCK(" + gate(r) + ") = 1); DO IF(@dlock_kept, 0, " + give_back + ")" +
-         finish("@dlock_slot", "@dlock_kept", token, ", IS_FREE_LOCK(" + gate(r) + ")");
+         finish(r, settings, "@dlock_slot", "@dlock_kept", ", IS_FREE_LOCK(" + gate(r) + ")");
 }
 
-std::string writer_attempt(const acquire_request& r, const std::string& token,
+std::string writer_attempt(const acquire_request& r, const statement_settings& settings,
                            std::chrono::nanoseconds wait) {
   const std::string limit = seconds(wait);
   std::string all = "GET_LOCK(" + gate(r) + ", " + limit + ") = 1";
@@ -90,7 +137,7 @@ std::string writer_attempt(const acquire_request& r, const std::string& token,
     all += " AND GET_LOCK(" + reader(r, i) + ", " + limit + ") = 1";
     give_back += ", IF(@dlock_won, 0, RELEASE_LOCK(" + reader(r, i) + "))";
   }
-  return "SELECT @dlock_won := (" + all + "); " + give_back + finish("0", "@dlock_won", token);
+  return "SELECT @dlock_won := (" + all + "); " + give_back + finish(r, settings, "0", "@dlock_won");
 }
 
 // The max_count of a live holder of semaphore `r` that uses another one. A row is live while
@@ -110,7 +157,7 @@ std::string semaphore_attempt(const acquire_request& r, const statement_settings
                               const std::string& take) {
   if (settings.semaphore_table.empty()) {
     return "SELECT @dlock_slot := " + take +
-           finish("@dlock_slot", "@dlock_slot IS NOT NULL", settings.token);
+           finish(r, settings, "@dlock_slot", "@dlock_slot IS NOT NULL");
   }
   const std::string& table = settings.semaphore_table;
   std::string held = "ELT(@dlock_slot + 1";
@@ -128,15 +175,15 @@ std::string semaphore_attempt(const acquire_request& r, const statement_settings
          "); DO IF(@dlock_held IS NOT NULL AND @dlock_other IS NOT NULL, "
          "RELEASE_LOCK(@dlock_held), 0); DELETE FROM " + table + " WHERE semaphore = " + hash +
          " AND NOT (IS_USED_LOCK(slot_lock) <=> holder)" +
-         finish("@dlock_slot", "@dlock_slot IS NOT NULL AND @dlock_other IS NULL",
-                settings.token, ", @dlock_other");
+         finish(r, settings, "@dlock_slot", "@dlock_slot IS NOT NULL AND @dlock_other IS NULL",
+                ", @dlock_other");
 }
 
 }  // namespace
 
 statement_settings statement_settings_of(const options& opts) {
   return {opts.fencing_sequence.empty() ? "0" : "NEXTVAL(" + opts.fencing_sequence + ")",
-          opts.semaphore_table, opts.election_table};
+          opts.semaphore_table, opts.election_table, opts.grant_table};
 }
 
 void validate_object_name(const char* field, const std::string& object) {
@@ -209,6 +256,16 @@ std::string create_objects_sql(const options& opts) {
             "PRIMARY KEY, term BIGINT UNSIGNED NOT NULL, value MEDIUMBLOB NULL, holder BIGINT "
             "UNSIGNED NOT NULL) ENGINE = InnoDB"));
   }
+  if (!opts.grant_table.empty()) {
+    parts.push_back(create_if_missing_sql(
+        opts.grant_table,
+        "CREATE TABLE IF NOT EXISTS " + opts.grant_table +
+            " (server_lock VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY "
+            "KEY, name_hash CHAR(26) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, name "
+            "VARBINARY(1024) NOT NULL, kind TINYINT UNSIGNED NOT NULL, token BIGINT UNSIGNED, "
+            "since_us BIGINT UNSIGNED NOT NULL, owner VARBINARY(256) NOT NULL, holder BIGINT "
+            "UNSIGNED NOT NULL, KEY (name_hash)) ENGINE = MEMORY"));
+  }
   std::string sql;
   for (const auto& part : parts) sql += (sql.empty() ? "" : "; ") + part;
   return sql;
@@ -218,17 +275,6 @@ namespace {
 
 std::string election_lock(std::string_view election) {
   return quoted(server_name(name_space::election, election));
-}
-
-std::string hex(std::string_view bytes) {
-  static constexpr char digits[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (unsigned char c : bytes) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
 }
 
 // The grant writes the record of its term, without a value yet, only while its connection
@@ -245,6 +291,15 @@ std::string election_attempt(const acquire_request& r, const statement_settings&
 }
 
 }  // namespace
+
+std::string from_hex(const std::string& digits) {
+  const auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'A' + 10; };
+  std::string bytes;
+  for (std::size_t i = 0; i + 1 < digits.size(); i += 2) {
+    bytes += static_cast<char>(nibble(digits[i]) << 4 | nibble(digits[i + 1]));
+  }
+  return bytes;
+}
 
 std::string proclaim_sql(const std::string& table, std::string_view election, std::uint64_t term,
                          std::string_view value) {
@@ -269,8 +324,7 @@ std::string leader_sql(const std::string& table, std::string_view election) {
 
 std::string attempt_sql(const acquire_request& r, const statement_settings& settings,
                         std::chrono::nanoseconds wait, std::uint32_t slot) {
-  const std::string& token = settings.token;
-  const std::string taken = finish("@dlock_slot", "@dlock_slot IS NOT NULL", token);
+  const std::string taken = finish(r, settings, "@dlock_slot", "@dlock_slot IS NOT NULL");
   switch (r.kind) {
     case primitive::lock:
     case primitive::upgrade_gate:
@@ -278,7 +332,7 @@ std::string attempt_sql(const acquire_request& r, const statement_settings& sett
              (r.kind == primitive::lock ? lock_name(r) : upgrade_gate(r)) + ", " +
              seconds(wait) + ") = 1, 0, NULL)" + taken;
     case primitive::reader_writer_lock:
-      return writes(r) ? writer_attempt(r, token, wait) : reader_attempt(r, token, wait);
+      return writes(r) ? writer_attempt(r, settings, wait) : reader_attempt(r, settings, wait);
     case primitive::election:
       if (!settings.election_table.empty()) return election_attempt(r, settings, wait);
       return "SELECT @dlock_slot := IF(GET_LOCK(" + election_lock(r.name) + ", " +
@@ -311,6 +365,17 @@ std::string release_sql(const acquire_request& r, const statement_settings& sett
   if (r.kind == primitive::semaphore && !settings.semaphore_table.empty()) {
     sql += "; DELETE FROM " + settings.semaphore_table + " WHERE semaphore = '" +
            name_hash(r.name) + "' AND holder = CONNECTION_ID()";
+  }
+  if (!settings.grant_table.empty() && recorded_grant(r)) {
+    sql += "; DELETE FROM " + settings.grant_table + " WHERE name_hash = '" + name_hash(r.name) +
+           "' AND holder = CONNECTION_ID() AND kind IN (";
+    switch (r.kind) {
+      case primitive::reader_writer_lock:
+        sql += std::to_string(static_cast<int>(party_kind::read)) + ", " +
+               std::to_string(static_cast<int>(party_kind::write)) + ")";
+        break;
+      default: sql += std::to_string(static_cast<int>(recorded_grant(r)->first)) + ")";
+    }
   }
   if (r.kind == primitive::election && !settings.election_table.empty()) {
     sql += "; DELETE FROM " + settings.election_table + " WHERE election_lock = " +
@@ -363,6 +428,43 @@ std::string probe_sql(const std::vector<std::string>& names) {
 
 std::string kill_query_sql(std::uint64_t thread_id) {
   return "KILL QUERY " + std::to_string(thread_id);
+}
+
+std::string inspect_sql(const std::string& grant_table, const std::string& name) {
+  const std::string hash = name_hash(name);
+  return "DELETE FROM " + grant_table + " WHERE name_hash = '" + hash +
+         "' AND NOT (IS_USED_LOCK(server_lock) <=> holder); SELECT kind, token, since_us, "
+         "HEX(owner), holder FROM " + grant_table + " WHERE name_hash = '" + hash +
+         "' ORDER BY since_us";
+}
+
+std::string list_sql(const std::string& grant_table, std::string_view prefix) {
+  return "SELECT DISTINCT HEX(name) FROM " + grant_table + " WHERE LEFT(name, " +
+         std::to_string(prefix.size()) + ") = UNHEX('" + hex(prefix) +
+         "') AND IS_USED_LOCK(server_lock) = holder";
+}
+
+std::string waiters_sql(const std::string& name) {
+  return "SELECT TIME_MS, INFO FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' "
+         "AND INFO LIKE '%:" + name_hash(name) + ":%' ORDER BY TIME_MS DESC";
+}
+
+std::string holders_sql(const std::string& name) {
+  acquire_request every;
+  every.name = name;
+  std::vector<std::string> names;
+  for (primitive kind : {primitive::lock, primitive::reader_writer_lock, primitive::semaphore,
+                         primitive::upgrade_gate}) {
+    every.kind = kind;
+    every.max_count = max_semaphore_slots;
+    for (auto& one : names_of(every)) names.push_back(std::move(one));
+  }
+  std::string sql = "SELECT DISTINCT holder FROM (";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    sql += (i ? " UNION ALL SELECT IS_USED_LOCK(" : "SELECT IS_USED_LOCK(") + quoted(names[i]) +
+           ") AS holder";
+  }
+  return sql + ") AS held WHERE holder IS NOT NULL";
 }
 
 }  // namespace dlock::mysql::detail

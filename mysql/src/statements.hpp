@@ -23,6 +23,7 @@ struct statement_settings {
   std::string token;            ///< NEXTVAL(`sequence`), or 0 without fencing
   std::string semaphore_table;  ///< empty: max_count is not checked
   std::string election_table;   ///< empty: no elections
+  std::string grant_table;      ///< empty: grants record no owner, and nothing inspects
 };
 statement_settings statement_settings_of(const options& opts);
 
@@ -44,6 +45,20 @@ std::string withdraw_sql(const std::string& table, std::string_view election,
                          std::uint64_t term);
 /// One row (term, HEX(value)) when a live holder has proclaimed; none otherwise.
 std::string leader_sql(const std::string& table, std::string_view election);
+
+/// The bytes of HEX() `digits` (upper case, as the server writes them).
+std::string from_hex(const std::string& digits);
+
+/// The inspector's statements (docs/mysql.md, "What inspect can see"). inspect_sql deletes
+/// the name's rows whose holder no longer holds their lock, then gives the rest: (kind,
+/// token, since_us, HEX(owner), holder), oldest first.
+std::string inspect_sql(const std::string& grant_table, const std::string& name);
+/// HEX(name) of every name under `prefix` with a live grant row.
+std::string list_sql(const std::string& grant_table, std::string_view prefix);
+/// (TIME_MS, INFO) of every connection waiting in GET_LOCK for a lock of `name`, longest first.
+std::string waiters_sql(const std::string& name);
+/// The connection id of every holder of any named lock of `name` (not its election).
+std::string holders_sql(const std::string& name);
 
 /// One attempt of `request`. `wait`: how long the server may block in GET_LOCK (zero: one
 /// try). A semaphore waits at slot `slot` only (its other slots are tried by a later

@@ -106,8 +106,8 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[mysql]
                                   "keepalive=5s&server_lease=10s&semaphore_retry=100ms&"
                                   "release_timeout=3s&fencing_sequence=dlock_fencing")));
   CHECK(dlock::make_provider("mariadb://dlock:dlock@127.0.0.1:1/dlock_test"));
-  CHECK(dlock::make_provider(
-      "mysql://dlock@127.0.0.1:1/?fencing_sequence=&semaphore_table=&election_table="));
+  CHECK(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence=&semaphore_table=&"
+                             "election_table=&grant_table="));
   REQUIRE_THROWS_WITH(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence="),
                       Contains("semaphore table needs a database"));
   REQUIRE_THROWS_WITH(
@@ -115,6 +115,9 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[mysql]
       Contains("election table needs a database"));
   REQUIRE_THROWS_WITH(dlock::make_provider(with("election_table=x.y.z")),
                       Contains("election_table"));
+  REQUIRE_THROWS_WITH(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence=&"
+                                           "semaphore_table=&election_table="),
+                      Contains("grant table needs a database"));
 }
 
 TEST_CASE("an unreachable server, a wrong password or an unknown database is a connection_error "
@@ -258,6 +261,31 @@ TEST_CASE("an election's record is a row of the election table, shown only while
   // Without an election table the provider has no elections.
   CHECK_THROWS_AS(dlock::make_provider(with("election_table="))->create_election("x"),
                   dlock::error);
+}
+
+TEST_CASE("inspect ignores and deletes the grant rows of holders that are gone, and a break "
+          "ends every lock of the killed connection",
+          "[mysql][inspect]") {
+  support::mariadb_client sql(server_url());
+  const std::string table = missing_table(sql, "dlock_grants");
+  auto holder = dlock::make_provider(with("grant_table=" + table));
+  auto admin = dlock::make_provider(with("grant_table=" + table));
+  const auto name = unique_name("gone");
+  auto held = holder->create_lock(name).with_owner("gone soon").acquire(5s);
+  REQUIRE(admin->inspect(name).holders.size() == 1);
+  sql.query("KILL CONNECTION " + sql.value("SELECT holder FROM " + table));
+  REQUIRE(wait_until([&] { return held.lost(); }));
+  CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "1");
+  CHECK(admin->inspect(name).holders.empty());
+  CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "0");
+
+  // Locks taken at once share a connection: breaking one ends the other too, as lost.
+  auto first = holder->create_lock(name).acquire(5s);
+  auto second = holder->create_lock(name + "-beside").acquire(5s);
+  admin->break_lock(name);
+  REQUIRE(wait_until([&] { return first.lost() && second.lost(); }));
+  CHECK(admin->inspect(name + "-beside").holders.empty());
+  sql.query("DROP TABLE " + table);
 }
 
 TEST_CASE("locks held at once share one connection",

@@ -84,6 +84,9 @@ class mariadb_fixture final : public backend_fixture {
   // Every wait is a GET_LOCK in the process list: a lock's, a writer's (which also holds the
   // gate), a reader's at the gate and a semaphore waiter's at one slot.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
+  // Holders from the grant table; waiters from the process list, which shows no owner.
+  bool inspects() const override { return true; }
+  bool inspect_sees_every_owner() const override { return false; }
 
   void acquire_from_unreachable_endpoint() override {
     auto db = dlock::make_provider("mysql://dlock:dlock@" + unreachable_endpoint() +
