@@ -53,6 +53,11 @@ std::string missing_table(support::mariadb_client& sql, const std::string& prefi
   return table;
 }
 
+// Ends the connection recorded as holder in `table`'s one row, as an operator's KILL would.
+void kill_recorded_holder(support::mariadb_client& sql, const std::string& table) {
+  sql.query("KILL CONNECTION " + sql.value("SELECT holder FROM " + table));
+}
+
 }  // namespace
 
 TEST_CASE("a mariadb client holding the mapped name excludes dlock, and dlock excludes it",
@@ -194,7 +199,7 @@ TEST_CASE("a semaphore's max_count is checked against the rows of live holders o
 
   // A holder that is gone leaves its row, which no longer refuses another count, and goes
   // with the next attempt.
-  sql.query("KILL CONNECTION " + sql.value("SELECT holder FROM " + table));
+  kill_recorded_holder(sql, table);
   REQUIRE(wait_until([&] { return held.lost(); }));
   auto recounted = others->create_semaphore(name, 4).try_acquire();
   CHECK(recounted);
@@ -245,7 +250,7 @@ TEST_CASE("an election's record is a row of the election table, shown only while
   CHECK(sql.value(row) == std::to_string(lead.term()) + " first 1");
 
   // The leader's connection ends: its row stays, and shows nobody.
-  sql.query("KILL CONNECTION " + sql.value("SELECT holder FROM " + table));
+  kill_recorded_holder(sql, table);
   REQUIRE(wait_until([&] { return lead.lost(); }));
   CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "1");
   CHECK_FALSE(e.leader());
@@ -273,7 +278,7 @@ TEST_CASE("inspect ignores and deletes the grant rows of holders that are gone, 
   const auto name = unique_name("gone");
   auto held = holder->create_lock(name).with_owner("gone soon").acquire(5s);
   REQUIRE(admin->inspect(name).holders.size() == 1);
-  sql.query("KILL CONNECTION " + sql.value("SELECT holder FROM " + table));
+  kill_recorded_holder(sql, table);
   REQUIRE(wait_until([&] { return held.lost(); }));
   CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "1");
   CHECK(admin->inspect(name).holders.empty());
