@@ -3,7 +3,10 @@
 #include <dlock/core/backend/backend.hpp>
 
 #include <iostream>
+#include <utility>
 #include <stdexcept>
+
+#include <boost/asio/post.hpp>
 
 #include <dlock/core/backend/naming.hpp>
 
@@ -84,6 +87,21 @@ std::string backend::message(std::string_view what) const {
 
 std::string backend::message(std::string_view what, std::string_view name) const {
   return message(what) + " for lock '" + naming::quote_for_message(name) + "'";
+}
+
+void backend::check_slot_count(const acquire_request& request, std::uint32_t most) const {
+  if (request.kind != primitive::semaphore || request.max_count <= most) return;
+  throw std::invalid_argument(message("max_count " + std::to_string(request.max_count) +
+                                      " of semaphore '" + naming::quote_for_message(request.name) +
+                                      "' exceeds " + std::to_string(most)));
+}
+
+void backend::start_on_io_thread(dlock::detail::unique_function<void()> start) {
+  if (io_.running_in_this_thread()) {
+    start();
+  } else {
+    boost::asio::post(io_.executor(), std::move(start));
+  }
 }
 
 std::invalid_argument backend::max_count_mismatch(const acquire_request& request,

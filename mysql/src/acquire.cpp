@@ -1,6 +1,7 @@
 #include "acquire.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include <boost/asio/post.hpp>
 
@@ -18,13 +19,20 @@ std::string resource_of(const acquire_request& r) {
     case primitive::reader_writer_lock: return "W" + r.name;
     case primitive::semaphore: return "S" + r.name;
     case primitive::upgrade_gate: return "U" + r.name;
-    case primitive::election: break;  // no election board yet: never asked for
+    case primitive::election: return "E" + r.name;
   }
   return {};
 }
 
 bool writes(const acquire_request& r) {
   return r.kind == primitive::reader_writer_lock && r.mode == lock_mode::exclusive;
+}
+
+// The max_count of the semaphore's live holders when it is not ours (attempt_sql).
+std::optional<std::uint64_t> other_max_count(const acquire_request& r, const query_result& result) {
+  if (r.kind != primitive::semaphore) return std::nullopt;
+  const auto other = result.value(2);
+  return other ? std::optional(std::stoull(*other)) : std::nullopt;
 }
 
 }  // namespace
@@ -45,7 +53,7 @@ void mysql_acquire::start() {
   session_ = backend_->sessions().session_for_attempt(resource_);
   session_->attempting.insert(resource_);
   session_->connection->execute(
-      attempt_sql(request_, backend_->token(), {}), [self = shared_from_this()](query_result r) {
+      attempt_sql(request_, backend_->statements(), {}), [self = shared_from_this()](query_result r) {
         // Answered: from here the grant (if any) is in the books, or the session is free of it.
         auto& attempting = self->session_->attempting;
         attempting.erase(attempting.find(self->resource_));
@@ -65,9 +73,13 @@ void mysql_acquire::attempted(query_result r) {
   if (!r.ok()) {
     if (!r.connection_broken) {
       // A statement that failed half-way may have taken some of the name's locks.
-      session_->connection->execute(release_sql(request_, std::nullopt), [](query_result) {});
+      session_->connection->execute(release_sql(request_, backend_->statements(), std::nullopt), [](query_result) {});
     }
     complete(backend_->failure(r, request_.name), nullptr);
+    return;
+  }
+  if (auto other = other_max_count(request_, r)) {
+    complete(std::make_exception_ptr(backend_->max_count_mismatch(request_, *other)), nullptr);
     return;
   }
   if (auto token = r.value(1)) {
@@ -92,7 +104,8 @@ void mysql_acquire::attempted(query_result r) {
 
 void mysql_acquire::grant(std::uint32_t slot, std::uint64_t token) {
   const auto unlock =
-      release_sql(request_, writes(request_) ? std::nullopt : std::optional(slot));
+      release_sql(request_, backend_->statements(),
+                  writes(request_) ? std::nullopt : std::optional(slot));
   auto granted = std::make_unique<mysql_lease>(backend_, session_, unlock, token);
   granted->attach(backend_->sessions().add_grant(
       *session_, {resource_, checked_name(request_, slot), granted->lost_signal()}));
@@ -114,7 +127,7 @@ void mysql_acquire::wait() {
   const std::uint32_t slot = next_slot_;
   if (sliced) next_slot_ = (next_slot_ + 1) % request_.max_count;
   session_->connection->execute(
-      attempt_sql(request_, backend_->token(), limit, slot),
+      attempt_sql(request_, backend_->statements(), limit, slot),
       [self = shared_from_this()](query_result r) { self->waited(std::move(r)); });
 }
 
@@ -131,6 +144,11 @@ void mysql_acquire::waited(query_result r) {
   if (!r.ok()) {
     end_wait();
     complete(backend_->failure(r, request_.name), nullptr);
+    return;
+  }
+  if (auto other = other_max_count(request_, r)) {
+    backend_->sessions().unreserve(session_);
+    complete(std::make_exception_ptr(backend_->max_count_mismatch(request_, *other)), nullptr);
     return;
   }
   if (auto token = r.value(1)) {

@@ -52,14 +52,35 @@ mysql_backend::mysql_backend(options opts)
   if (options_.server_lease > std::chrono::hours(24 * 365)) {
     throw std::invalid_argument(invalid("server_lease", "is longer than a year"));
   }
-  validate_fencing_sequence(options_.fencing_sequence);
-  if (!options_.fencing_sequence.empty() && options_.database.empty() &&
-      options_.fencing_sequence.find('.') == std::string::npos) {
+  validate_object_name("fencing_sequence", options_.fencing_sequence);
+  validate_object_name("semaphore_table", options_.semaphore_table);
+  validate_object_name("election_table", options_.election_table);
+  validate_object_name("grant_table", options_.grant_table);
+  const auto needs_database = [&](const std::string& object) {
+    return !object.empty() && options_.database.empty() &&
+           object.find('.') == std::string::npos;
+  };
+  if (needs_database(options_.fencing_sequence)) {
     throw std::invalid_argument(invalid(
         "database", "is empty: the fencing sequence needs a database (or fencing_sequence "
                     "as schema.name, or empty for no fencing tokens)"));
   }
-  token_ = token_expression(options_.fencing_sequence);
+  if (needs_database(options_.semaphore_table)) {
+    throw std::invalid_argument(invalid(
+        "database", "is empty: the semaphore table needs a database (or semaphore_table "
+                    "as schema.name, or empty for no max_count check)"));
+  }
+  if (needs_database(options_.election_table)) {
+    throw std::invalid_argument(invalid(
+        "database", "is empty: the election table needs a database (or election_table as "
+                    "schema.name, or empty for no elections)"));
+  }
+  if (needs_database(options_.grant_table)) {
+    throw std::invalid_argument(invalid(
+        "database", "is empty: the grant table needs a database (or grant_table as "
+                    "schema.name, or empty for no inspector)"));
+  }
+  statements_ = statement_settings_of(options_);
 }
 
 mysql_backend::~mysql_backend() {
@@ -85,43 +106,33 @@ void mysql_backend::start() {
 
 std::shared_ptr<acquire_operation> mysql_backend::start_acquire(acquire_request request,
                                                                 acquire_completion done) {
-  if (request.kind == primitive::semaphore && request.max_count > max_semaphore_slots) {
-    throw std::invalid_argument(message(
-        "max_count " + std::to_string(request.max_count) + " of semaphore '" +
-        naming::quote_for_message(request.name) + "' exceeds " +
-        std::to_string(max_semaphore_slots)));
-  }
+  check_slot_count(request, max_semaphore_slots);
   auto op = std::make_shared<mysql_acquire>(shared_from_this(), std::move(request),
                                             std::move(done));
-  // start() only queues a statement, whose result always comes later, so `done` never runs
-  // inside this call.
-  if (io().running_in_this_thread()) {
-    op->start();
-  } else {
-    boost::asio::post(io().executor(), [op] { op->start(); });
-  }
+  // start() only queues a statement, whose result always comes later.
+  start_on_io_thread([op] { op->start(); });
   return op;
 }
 
-// Every new connection first makes sure the fencing sequence exists, until one has. Without
-// the privilege to create it, an attempt fails naming the missing sequence.
+// Every new connection first makes sure the fencing sequence and the semaphore table exist,
+// until one has. Without the privilege to create them, an attempt fails naming the missing
+// one.
 void mysql_backend::connection_opened(mariadb_connection& connection) {
-  if (options_.fencing_sequence.empty() || fencing_sequence_created_) return;
-  connection.execute(
-      create_sequence_sql(options_.fencing_sequence),
-      [weak = weak_from_this(), sequence = options_.fencing_sequence](query_result r) {
-        auto backend = weak.lock();
-        if (!backend) return;
-        if (r.ok()) {
-          backend->fencing_sequence_created_ = true;
-        } else if (!r.connection_broken) {
-          backend->events().background_error(std::make_exception_ptr(dlock::error(
-              backend->message("cannot create the fencing sequence " + sequence + " (" +
-                               r.message +
-                               "); create it once with CREATE SEQUENCE and grant SELECT, "
-                               "INSERT on it to the lock users"))));
-        }
-      });
+  const std::string sql = create_objects_sql(options_);
+  if (sql.empty() || objects_created_) return;
+  connection.execute(sql, [weak = weak_from_this()](query_result r) {
+    auto backend = weak.lock();
+    if (!backend) return;
+    if (r.ok()) {
+      backend->objects_created_ = true;
+    } else if (!r.connection_broken) {
+      backend->events().background_error(std::make_exception_ptr(dlock::error(backend->message(
+          "cannot create the fencing sequence, semaphore, election or grant table (" +
+          r.message +
+          "); create them once (docs/mysql.md) and grant SELECT, INSERT on the sequence and "
+          "SELECT, INSERT, UPDATE, DELETE on the tables to the lock users"))));
+    }
+  });
 }
 
 std::exception_ptr mysql_backend::failure(const query_result& result,

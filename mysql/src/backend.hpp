@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <dlock/core/backend/backend.hpp>
 #include <dlock/core/backend/pooled_lease.hpp>
@@ -21,6 +23,7 @@
 
 #include "connection.hpp"
 #include "session_pool.hpp"
+#include "statements.hpp"
 
 namespace dlock::mysql::detail {
 
@@ -46,11 +49,21 @@ class mysql_backend final : public dlock::backend,
   }
 
   const options& settings() const noexcept { return options_; }
-  /// NEXTVAL(sequence), or 0 without fencing.
-  const std::string& token() const noexcept { return token_; }
+  /// The fencing token's expression and the semaphore table, for statements.hpp.
+  const statement_settings& statements() const noexcept { return statements_; }
 
   /// The error an acquire of `name` fails with for `result`.
   std::exception_ptr failure(const query_result& result, std::string_view name) const;
+
+  /// The provider's one election board (election_board.cpp), made on first use; nullptr
+  /// when options.election_table is empty.
+  std::shared_ptr<election_board> elections() override;
+
+  // inspector.cpp: the grant table's live rows, the process list's waits; a break KILLs the
+  // holders' connections.
+  lock_inspection inspect(const std::string& name) override;
+  std::vector<lock_inspection> list_locks(const std::string& prefix) override;
+  void break_lock(const std::string& name) override;
 
   // io thread only:
   session_pool& sessions() noexcept { return *pool_; }
@@ -59,9 +72,15 @@ class mysql_backend final : public dlock::backend,
   options options_;
   std::string endpoint_;
   void connection_opened(mariadb_connection& connection);
+  /// Runs `sql` on a pooled connection from a caller's thread and waits for its answer;
+  /// throws its failure as an acquire of `name` would.
+  query_result query_now(std::string sql, const std::string& name);
+  void require_grant_table(const char* operation) const;
 
-  std::string token_;
-  bool fencing_sequence_created_ = false;  // io thread
+  statement_settings statements_;
+  std::mutex board_mutex_;
+  std::weak_ptr<election_board> board_;  // guarded by board_mutex_
+  bool objects_created_ = false;  // the fencing sequence and semaphore table; io thread
   std::shared_ptr<session_pool> pool_;
   std::shared_ptr<session_keepalive<session_pool>> keepalive_;
 };

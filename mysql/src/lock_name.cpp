@@ -24,6 +24,7 @@ std::string tag_of(name_space space, std::uint32_t slot) {
     case name_space::reader_slot: return "R" + std::to_string(slot);
     case name_space::semaphore_slot: return "S" + std::to_string(slot);
     case name_space::upgrade_gate: return "U";
+    case name_space::election: return "E";
   }
   throw std::logic_error("dlock: mysql: unknown name space");
 }

@@ -15,6 +15,7 @@ enum class name_space {
   reader_slot,     ///< reader-writer lock: one of reader_slots, one per reader
   semaphore_slot,  ///< semaphore: one of max_count
   upgrade_gate,    ///< upgradeable reader-writer lock: the one upgradeable reader
+  election,        ///< a leader election's lock: held by the leader
 };
 
 /// How many readers may hold one reader-writer lock at once (a writer takes every slot).

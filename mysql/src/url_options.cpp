@@ -69,6 +69,9 @@ options options_from_url(provider_url& url) {
     if (auto value = url.take_option(field)) *target = parse_duration(field, *value);
   }
   if (auto value = url.take_option("fencing_sequence")) opts.fencing_sequence = *value;
+  if (auto value = url.take_option("semaphore_table")) opts.semaphore_table = *value;
+  if (auto value = url.take_option("election_table")) opts.election_table = *value;
+  if (auto value = url.take_option("grant_table")) opts.grant_table = *value;
   if (auto value = url.take_option("socket")) opts.host = *value;
   if (auto value = url.take_option("ssl")) opts.tls.enabled = parse_bool("ssl", *value);
   if (auto value = url.take_option("ssl_mode")) apply_ssl_mode(*value, opts.tls);

@@ -65,20 +65,10 @@ void postgres_backend::start() {
 
 std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_request request,
                                                                    acquire_completion done) {
-  if (request.kind == primitive::semaphore && request.max_count > max_semaphore_slots) {
-    throw std::invalid_argument(message(
-        "max_count " + std::to_string(request.max_count) + " of semaphore '" +
-        naming::quote_for_message(request.name) + "' exceeds " +
-        std::to_string(max_semaphore_slots)));
-  }
+  check_slot_count(request, max_semaphore_slots);
   auto op = std::make_shared<pg_acquire>(shared_from_this(), std::move(request), std::move(done));
-  // Core calls from the io thread, where start() may run at once: it only queues a statement,
-  // whose result always comes later, so `done` never runs inside this call.
-  if (io().running_in_this_thread()) {
-    op->start();
-  } else {
-    boost::asio::post(io().executor(), [op] { op->start(); });
-  }
+  // start() only queues a statement, whose result always comes later.
+  start_on_io_thread([op] { op->start(); });
   return op;
 }
 

@@ -59,11 +59,6 @@ class backend_fixture {
   /// the cancel cases can check only what is left afterwards.
   virtual bool footprint_shows_waiters(dlock::primitive kind) const = 0;
 
-  /// Whether an acquire of a semaphore with another max_count than its holders' fails at once
-  /// with std::invalid_argument naming both counts. Every backend but MySQL does (its named
-  /// locks record no count; docs/mysql.md, "Limits"); the flag goes when it does too.
-  virtual bool checks_max_count_at_acquire() const { return true; }
-
   /// Whether provider::inspect(), list_locks() and break_lock() are implemented for this
   /// backend yet (issue 19; docs/observability.md lists the backends that are).
   virtual bool inspects() const { return false; }

@@ -54,10 +54,6 @@ TEST_CASE("a release wakes a semaphore waiter", "[contract][semaphore]") {
 TEST_CASE("a semaphore used with another max_count than its holders' is invalid_argument "
           "naming both counts",
           "[contract][semaphore]") {
-  if (!backend().checks_max_count_at_acquire()) {
-    WARN(backend().label() << " does not check max_count at acquire yet");
-    return;
-  }
   auto holders = backend().make_provider();
   auto other = backend().make_provider();
   const auto name = unique_name("max-count");

@@ -3,7 +3,9 @@
 // contract suite.
 #include <chrono>
 #include <future>
+#include <optional>
 #include <string>
+#include <thread>
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
 
 #include <boost/asio/use_future.hpp>
@@ -43,6 +45,18 @@ class mariadb_cli {
   static support::host_port host() { return support::endpoint_hosts(server_url()).at(0); }
   support::child_process process_;
 };
+
+// A table name of this process's own that does not exist yet, for a provider to create.
+std::string missing_table(support::mariadb_client& sql, const std::string& prefix) {
+  const std::string table = prefix + "_" + std::to_string(::getpid());
+  sql.query("DROP TABLE IF EXISTS " + table);
+  return table;
+}
+
+// Ends the connection recorded as holder in `table`'s one row, as an operator's KILL would.
+void kill_recorded_holder(support::mariadb_client& sql, const std::string& table) {
+  sql.query("KILL CONNECTION " + sql.value("SELECT holder FROM " + table));
+}
 
 }  // namespace
 
@@ -86,6 +100,8 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[mysql]
   REQUIRE_THROWS_WITH(dlock::make_provider(with("ssl=maybe")), Contains("ssl"));
   REQUIRE_THROWS_WITH(dlock::make_provider(with("fencing_sequence=a;b")),
                       Contains("fencing_sequence"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("semaphore_table=a-b")),
+                      Contains("semaphore_table"));
   REQUIRE_THROWS_WITH(dlock::make_provider("mysql://h1:3306,h2:3306/db"), Contains("one host"));
   REQUIRE_THROWS_WITH(dlock::make_provider("mysql://127.0.0.1:3306"), Contains("database"));
   REQUIRE_THROWS_WITH(dlock::make_provider(with("ssl-ca=/x&ssl_ca=/y")), Contains("twice"));
@@ -95,7 +111,18 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[mysql]
                                   "keepalive=5s&server_lease=10s&semaphore_retry=100ms&"
                                   "release_timeout=3s&fencing_sequence=dlock_fencing")));
   CHECK(dlock::make_provider("mariadb://dlock:dlock@127.0.0.1:1/dlock_test"));
-  CHECK(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence="));
+  CHECK(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence=&semaphore_table=&"
+                             "election_table=&grant_table="));
+  REQUIRE_THROWS_WITH(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence="),
+                      Contains("semaphore table needs a database"));
+  REQUIRE_THROWS_WITH(
+      dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence=&semaphore_table="),
+      Contains("election table needs a database"));
+  REQUIRE_THROWS_WITH(dlock::make_provider(with("election_table=x.y.z")),
+                      Contains("election_table"));
+  REQUIRE_THROWS_WITH(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence=&"
+                                           "semaphore_table=&election_table="),
+                      Contains("grant table needs a database"));
 }
 
 TEST_CASE("an unreachable server, a wrong password or an unknown database is a connection_error "
@@ -155,6 +182,115 @@ TEST_CASE("fencing tokens come from a sequence the provider creates on first use
   // Without a sequence every token is 0 (for MySQL, which has none).
   auto unfenced = dlock::make_provider(with("fencing_sequence="));
   CHECK(unfenced->create_lock(name).acquire(5s).fencing_token() == 0);
+}
+
+TEST_CASE("a semaphore's max_count is checked against the rows of live holders only, in a "
+          "table the provider creates",
+          "[mysql][semaphore]") {
+  support::mariadb_client sql(server_url());
+  const std::string table = missing_table(sql, "dlock_semaphore_slots");
+  const auto url = with("semaphore_table=" + table);
+  auto holders = dlock::make_provider(url);
+  auto others = dlock::make_provider(url);
+  const auto name = unique_name("counted");
+  auto held = holders->create_semaphore(name, 3).acquire(5s);
+  REQUIRE(sql.value("SELECT CONCAT(COUNT(*), ' ', MAX(max_count)) FROM " + table) == "1 3");
+  CHECK_THROWS_AS(others->create_semaphore(name, 4).try_acquire(), std::invalid_argument);
+
+  // A holder that is gone leaves its row, which no longer refuses another count, and goes
+  // with the next attempt.
+  kill_recorded_holder(sql, table);
+  REQUIRE(wait_until([&] { return held.lost(); }));
+  auto recounted = others->create_semaphore(name, 4).try_acquire();
+  CHECK(recounted);
+  CHECK(sql.value("SELECT CONCAT(COUNT(*), ' ', MAX(max_count)) FROM " + table) == "1 4");
+  recounted.reset();
+  CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "0");
+
+  // First holders of two counts at once: never both admitted (each looks again after it
+  // wrote its row).
+  int both = 0;
+  for (int round = 0; round < 20; ++round) {
+    const auto raced = name + "-race" + std::to_string(round);
+    std::optional<dlock::lock_handle> two, three;
+    std::thread other([&] {
+      try {
+        two = others->create_semaphore(raced, 2).try_acquire();
+      } catch (const std::invalid_argument&) {
+      }
+    });
+    try {
+      three = holders->create_semaphore(raced, 3).try_acquire();
+    } catch (const std::invalid_argument&) {
+    }
+    other.join();
+    if (two && *two && three && *three) ++both;
+  }
+  CHECK(both == 0);
+  sql.query("DROP TABLE " + table);
+
+  // Without a table, counts are not checked.
+  auto unchecked = dlock::make_provider(with("semaphore_table="));
+  auto first = unchecked->create_semaphore(name, 2).try_acquire();
+  CHECK(first);
+  CHECK(unchecked->create_semaphore(name, 5).try_acquire());
+}
+
+TEST_CASE("an election's record is a row of the election table, shown only while its holder's "
+          "connection holds the election's lock",
+          "[mysql][election]") {
+  support::mariadb_client sql(server_url());
+  const std::string table = missing_table(sql, "dlock_elections");
+  auto db = dlock::make_provider(with("election_table=" + table));
+  dlock::election e = db->create_election(unique_name("recorded"));
+  CHECK_FALSE(e.leader());  // the board creates the table before its first read
+  auto lead = e.campaign("first", 5s);
+  const std::string row = "SELECT CONCAT(term, ' ', value, ' ', holder = "
+                          "IS_USED_LOCK(election_lock)) FROM " + table;
+  CHECK(sql.value(row) == std::to_string(lead.term()) + " first 1");
+
+  // The leader's connection ends: its row stays, and shows nobody.
+  kill_recorded_holder(sql, table);
+  REQUIRE(wait_until([&] { return lead.lost(); }));
+  CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "1");
+  CHECK_FALSE(e.leader());
+  CHECK_THROWS_AS(lead.proclaim("stale"), dlock::lock_lost_error);
+  // The next leader's grant replaces it, and its release deletes it.
+  auto next = e.campaign("second", 5s);
+  CHECK(next.term() > lead.term());
+  CHECK(e.leader() == dlock::leader_info{"second", next.term()});
+  next.resign();
+  CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "0");
+  sql.query("DROP TABLE " + table);
+
+  // Without an election table the provider has no elections.
+  CHECK_THROWS_AS(dlock::make_provider(with("election_table="))->create_election("x"),
+                  dlock::error);
+}
+
+TEST_CASE("inspect ignores and deletes the grant rows of holders that are gone, and a break "
+          "ends every lock of the killed connection",
+          "[mysql][inspect]") {
+  support::mariadb_client sql(server_url());
+  const std::string table = missing_table(sql, "dlock_grants");
+  auto holder = dlock::make_provider(with("grant_table=" + table));
+  auto admin = dlock::make_provider(with("grant_table=" + table));
+  const auto name = unique_name("gone");
+  auto held = holder->create_lock(name).with_owner("gone soon").acquire(5s);
+  REQUIRE(admin->inspect(name).holders.size() == 1);
+  kill_recorded_holder(sql, table);
+  REQUIRE(wait_until([&] { return held.lost(); }));
+  CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "1");
+  CHECK(admin->inspect(name).holders.empty());
+  CHECK(sql.value("SELECT COUNT(*) FROM " + table) == "0");
+
+  // Locks taken at once share a connection: breaking one ends the other too, as lost.
+  auto first = holder->create_lock(name).acquire(5s);
+  auto second = holder->create_lock(name + "-beside").acquire(5s);
+  admin->break_lock(name);
+  REQUIRE(wait_until([&] { return first.lost() && second.lost(); }));
+  CHECK(admin->inspect(name + "-beside").holders.empty());
+  sql.query("DROP TABLE " + table);
 }
 
 TEST_CASE("locks held at once share one connection",

@@ -18,9 +18,11 @@ using dlock::mysql::detail::name_space;
 using dlock::mysql::detail::server_name;
 
 // Every named lock a name may use: the lock, the reader-writer lock's writer gate, upgrade gate
-// and reader slots, and the first slots of a semaphore (the suite uses max_count 4 at most).
+// and reader slots, the first slots of a semaphore (the suite uses max_count 4 at most), and
+// the election's lock (first, so that break_lock can leave it out).
 std::vector<std::string> server_names_of(const std::string& name) {
-  std::vector<std::string> names{server_name(name_space::lock, name),
+  std::vector<std::string> names{server_name(name_space::election, name),
+                                 server_name(name_space::lock, name),
                                  server_name(name_space::writer_gate, name),
                                  server_name(name_space::upgrade_gate, name)};
   for (std::uint32_t i = 0; i < dlock::mysql::detail::reader_slots; ++i) {
@@ -50,15 +52,13 @@ class mariadb_fixture final : public backend_fixture {
 
   // Ends the connection that holds the name, as an operator's KILL or a server restart would.
   void break_lock(const std::string& name) override {
-    support::mariadb_client client(url_);
-    const auto names = server_names_of(name);
-    std::set<std::string> holders;
-    const auto rows = client.query(is_used_locks(names));
-    for (const auto& value : rows.at(0)) {
-      if (value) holders.insert(*value);
-    }
-    if (holders.empty()) throw std::runtime_error("break_lock: nobody holds '" + name + "'");
-    for (const auto& id : holders) client.query("KILL CONNECTION " + id);
+    auto names = server_names_of(name);
+    names.erase(names.begin());  // the election's lock is apart from the lock `name`
+    kill_holders(names, name);
+  }
+
+  void break_election(const std::string& name) override {
+    kill_holders({server_name(name_space::election, name)}, name);
   }
 
   // The named locks of the name that are held, with their holder's connection, and the
@@ -84,8 +84,9 @@ class mariadb_fixture final : public backend_fixture {
   // Every wait is a GET_LOCK in the process list: a lock's, a writer's (which also holds the
   // gate), a reader's at the gate and a semaphore waiter's at one slot.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
-  // Named locks record no max_count; holders of another count go unnoticed.
-  bool checks_max_count_at_acquire() const override { return false; }
+  // Holders from the grant table; waiters from the process list, which shows no owner.
+  bool inspects() const override { return true; }
+  bool inspect_sees_every_owner() const override { return false; }
 
   void acquire_from_unreachable_endpoint() override {
     auto db = dlock::make_provider("mysql://dlock:dlock@" + unreachable_endpoint() +
@@ -97,6 +98,17 @@ class mariadb_fixture final : public backend_fixture {
   std::string unreachable_endpoint() const override { return "127.0.0.1:1"; }
 
  private:
+  void kill_holders(const std::vector<std::string>& names, const std::string& name) {
+    support::mariadb_client client(url_);
+    std::set<std::string> holders;
+    const auto rows = client.query(is_used_locks(names));
+    for (const auto& value : rows.at(0)) {
+      if (value) holders.insert(*value);
+    }
+    if (holders.empty()) throw std::runtime_error("break: nobody holds '" + name + "'");
+    for (const auto& id : holders) client.query("KILL CONNECTION " + id);
+  }
+
   std::string url_ = support::require_test_server_endpoint("DLOCK_TEST_MARIADB");
 };
 

@@ -47,6 +47,17 @@ struct options {
   /// `database` on first use (CREATE SEQUENCE IF NOT EXISTS). Empty: no fencing tokens
   /// (every token is 0), for MySQL, which has no sequences.
   std::string fencing_sequence = "dlock_fencing";
+  /// The table (`name` or `schema.name`, in `database` unless qualified) where every semaphore
+  /// holder records the max_count it uses, so that an acquire with another max_count fails
+  /// (named locks record no count). Created on first use when missing. Empty: not checked.
+  std::string semaphore_table = "dlock_semaphore_slots";
+  /// The table (`name` or `schema.name`) of leader elections' records (docs/election.md),
+  /// created on first use when missing. Empty: the provider has no elections.
+  std::string election_table = "dlock_elections";
+  /// The table (`name` or `schema.name`) where every grant records its owner, fencing token
+  /// and start, for provider::inspect() and list_locks(), created on first use when missing.
+  /// Empty: grants record nothing and inspect() and list_locks() are unsupported.
+  std::string grant_table = "dlock_grants";
   /// A semaphore waiter (and a reader when every reader slot is taken) waits at one slot and
   /// tries the others this often: named locks cannot wait for "any of". Positive.
   std::chrono::nanoseconds semaphore_retry = std::chrono::milliseconds(250);

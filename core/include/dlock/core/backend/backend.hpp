@@ -196,9 +196,15 @@ class backend {
   std::invalid_argument max_count_mismatch(const acquire_request& request,
                                            std::uint64_t recorded,
                                            std::string_view where = {}) const;
+  /// Throws std::invalid_argument when `request` is a semaphore of more than `most` slots
+  /// (for a backend whose statements name every slot).
+  void check_slot_count(const acquire_request& request, std::uint32_t most) const;
 
  protected:
   backend() = default;
+  /// Runs `start` on the io thread: at once when called there (core calls start_acquire from
+  /// it), else posted. `start` must not complete an operation inside the call.
+  void start_on_io_thread(dlock::detail::unique_function<void()> start);
   /// The thread of executor(), owned by the backend base so that it is destroyed last.
   io_thread& io() noexcept { return io_; }
 

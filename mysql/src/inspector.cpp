@@ -1,0 +1,103 @@
+// What the MySQL backend can tell an inspector, and an administrator's break (docs/mysql.md,
+// "What inspect can see"): holders from the grant table's rows whose holder connection still
+// holds their named lock (IS_USED_LOCK), waiters from the process list, and a break that KILLs
+// the connections holding the name's named locks.
+#include <algorithm>
+#include <stdexcept>
+
+#include <dlock/core/backend/blocking_call.hpp>
+#include <dlock/core/backend/naming.hpp>
+#include <dlock/core/errors.hpp>
+
+#include "backend.hpp"
+#include "statements.hpp"
+
+namespace dlock::mysql::detail {
+
+namespace {
+
+// The kind of a wait, from its GET_LOCK statement's text (statements.cpp): a writer's names
+// the reader slots, a reader's only the gate. Nothing for an election's or upgrade gate's.
+std::optional<party_kind> waiting_kind(const std::string& statement) {
+  if (statement.find("'dlock:R0:") != std::string::npos) return party_kind::write;
+  if (statement.find("'dlock:W:") != std::string::npos) return party_kind::read;
+  if (statement.find("'dlock:S") != std::string::npos) return party_kind::semaphore_slot;
+  if (statement.find("'dlock:L:") != std::string::npos) return party_kind::exclusive;
+  return std::nullopt;
+}
+
+}  // namespace
+
+query_result mysql_backend::query_now(std::string sql, const std::string& name) {
+  if (running_in_this_thread()) {
+    throw std::logic_error("dlock: mysql inspect on the provider's own thread would wait for "
+                           "itself");
+  }
+  query_result r = call_and_wait<query_result>(
+      executor(), options_.release_timeout, message("no answer in time", name),
+      [self = shared_from_this(), sql = std::move(sql)](const blocking_reply<query_result>& reply) {
+        self->pool_->session_for_attempt("")->connection->execute(
+            sql, [reply](query_result r) { reply.set_value(std::move(r)); });
+      });
+  if (!r.ok()) std::rethrow_exception(failure(r, name));
+  return r;
+}
+
+void mysql_backend::require_grant_table(const char* operation) const {
+  if (options_.grant_table.empty()) {
+    throw unsupported_operation(message(std::string(operation) +
+                                        " needs options.grant_table, which is empty"));
+  }
+}
+
+lock_inspection mysql_backend::inspect(const std::string& name) {
+  require_grant_table("inspect");
+  lock_inspection found{.name = name};
+  using std::chrono::microseconds;
+  for (const auto& row : query_now(inspect_sql(options_.grant_table, name), name).rows) {
+    lock_party holder{.kind = static_cast<party_kind>(std::stoi(row.at(0).value_or("0")))};
+    if (row.at(1)) holder.fencing_token = std::stoull(*row.at(1));
+    holder.since = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            microseconds(std::stoll(row.at(2).value_or("0")))));
+    holder.owner = from_hex(row.at(3).value_or(""));
+    found.holders.push_back(std::move(holder));
+  }
+  const auto now = std::chrono::system_clock::now();
+  for (const auto& row : query_now(waiters_sql(name), name).rows) {
+    const auto kind = waiting_kind(row.at(1).value_or(""));
+    if (!kind) continue;
+    const double waited_ms = std::stod(row.at(0).value_or("0"));
+    found.waiters.push_back(lock_party{
+        .kind = *kind,
+        .since = now - std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                           std::chrono::duration<double, std::milli>(waited_ms))});
+  }
+  return found;
+}
+
+std::vector<lock_inspection> mysql_backend::list_locks(const std::string& prefix) {
+  require_grant_table("list_locks");
+  std::vector<lock_inspection> listed;
+  for (const auto& row : query_now(list_sql(options_.grant_table, prefix), prefix).rows) {
+    lock_inspection found = inspect(from_hex(row.at(0).value_or("")));
+    if (found.held() || !found.waiters.empty()) listed.push_back(std::move(found));
+  }
+  std::sort(listed.begin(), listed.end(), [](const auto& a, const auto& b) {
+    return a.held_since() < b.held_since();
+  });
+  return listed;
+}
+
+// KILL ends the holders' connections: the server frees every named lock they held (other
+// names' too), their handles are marked lost, and the next grant's token comes later from
+// the sequence.
+void mysql_backend::break_lock(const std::string& name) {
+  std::string kills;
+  for (const auto& row : query_now(holders_sql(name), name).rows) {
+    if (row.at(0)) kills += (kills.empty() ? "KILL CONNECTION " : "; KILL CONNECTION ") + *row.at(0);
+  }
+  if (!kills.empty()) query_now(kills, name);
+}
+
+}  // namespace dlock::mysql::detail
