@@ -65,6 +65,8 @@ class redis_backend final : public dlock::backend,
                                                    acquire_completion done) override;
   // inspector.cpp: the grants and owners every node shows; a break deletes them all.
   lock_inspection inspect(const std::string& name) override;
+  /// SCANs every node for the names' fencing counters, then inspects each; not in a cluster yet.
+  std::vector<lock_inspection> list_locks(const std::string& prefix) override;
   void break_lock(const std::string& name) override;
 
   boost::asio::any_io_executor network_executor() const { return network_->executor(); }
