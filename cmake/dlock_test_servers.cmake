@@ -104,6 +104,13 @@ if(DLOCK_TEST_SERVER_REDIS)
   dlock_add_test_server_fixture(redis_failover redis-failover)
   # A Redis Cluster of three masters: fixture redis_cluster_server, label redis_cluster.
   dlock_add_test_server_fixture(redis_cluster redis-cluster)
+  # TLS through Sentinel and through a Cluster (small groups of their own), started with the
+  # labels of the tests that use them.
+  foreach(deployment IN ITEMS sentinel cluster)
+    dlock_add_test_server_fixture(redis_tls_${deployment} redis-tls-${deployment})
+    set_tests_properties(servers/start-redis_tls_${deployment} servers/stop-redis_tls_${deployment}
+      PROPERTIES LABELS redis_${deployment})
+  endforeach()
 endif()
 
 if(DLOCK_TEST_SERVER_MARIADB)

@@ -17,7 +17,7 @@ readonly port_low=15000
 readonly port_span=17000
 readonly port_attempts=3
 readonly postgres_bin=${DLOCK_POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
-readonly all_groups=(redis redis-tls redis-sentinel redis-failover redis-cluster postgres zookeeper mariadb etcd)
+readonly all_groups=(redis redis-tls redis-sentinel redis-failover redis-cluster redis-tls-sentinel redis-tls-cluster postgres zookeeper mariadb etcd)
 
 usage() {
   cat <<'EOF'
@@ -36,7 +36,8 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
                                                          name / Postgres application_name /
                                                          MariaDB user)
 
-  GROUPs: redis postgres zookeeper redis-tls redis-sentinel redis-failover redis-cluster mariadb etcd
+  GROUPs: redis postgres zookeeper redis-tls redis-sentinel redis-failover redis-cluster
+          redis-tls-sentinel redis-tls-cluster mariadb etcd
   IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3 mariadb etcd etcd1 etcd2 etcd3
        redis-tls redis-mtls redis-expired redis-unix (group redis-tls: TLS servers with certificates
        from a test CA in <state directory>/tls, which PostgreSQL also serves TLS with, and a Unix socket)
@@ -45,6 +46,9 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
        group redis-failover: the same with ids failover-master ... failover-sentinel3, for tests
        that fail the master over)
        rcluster1..rcluster6 (group redis-cluster: a Redis Cluster, masters 1-3, their replicas 4-6)
+       tls-sentinel-master tls-sentinel-replica tls-sentinel1 (group redis-tls-sentinel: a master,
+       a replica and one sentinel, all over TLS); tls-rcluster1..tls-rcluster3 (group
+       redis-tls-cluster: a Redis Cluster of three masters over TLS, its bus too)
   The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
   else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
 
@@ -94,6 +98,8 @@ group_members() {
     redis-sentinel) echo sentinel-master sentinel-replica1 sentinel-replica2 sentinel1 sentinel2 sentinel3 ;;
     redis-failover) echo failover-master failover-replica1 failover-replica2 failover-sentinel1 failover-sentinel2 failover-sentinel3 ;;
     redis-cluster) echo rcluster1 rcluster2 rcluster3 rcluster4 rcluster5 rcluster6 ;;
+    redis-tls-sentinel) echo tls-sentinel-master tls-sentinel-replica tls-sentinel1 ;;
+    redis-tls-cluster) echo tls-rcluster1 tls-rcluster2 tls-rcluster3 ;;
     postgres) echo postgres ;;
     zookeeper) echo zookeeper zk1 zk2 zk3 ;;
     mariadb) echo mariadb ;;
@@ -110,6 +116,8 @@ group_of() {
     sentinel-master | sentinel-replica[12] | sentinel[123]) echo redis-sentinel ;;
     failover-master | failover-replica[12] | failover-sentinel[123]) echo redis-failover ;;
     rcluster[1-6]) echo redis-cluster ;;
+    tls-sentinel-master | tls-sentinel-replica | tls-sentinel1) echo redis-tls-sentinel ;;
+    tls-rcluster[1-3]) echo redis-tls-cluster ;;
     postgres) echo postgres ;;
     zookeeper | zk[123]) echo zookeeper ;;
     mariadb) echo mariadb ;;
@@ -166,7 +174,7 @@ process_is_server() {
   { cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline"); } 2>/dev/null || return 1
   port=$(server_port "$id") || return 1
   case "$(group_of "$id")" in
-    redis | redis-tls | redis-sentinel | redis-failover | redis-cluster) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
+    redis | redis-*) [[ $cmdline == *redis-server* && ($cmdline == *":$port "* || $cmdline == *"--port $port "*) ]] ;;
     postgres) [[ $cmdline == *postgres*"$(server_dir "$id")/data"* ]] ;;
     zookeeper) [[ $cmdline == *QuorumPeerMain*"$(server_dir "$id")/zoo.cfg"* ]] ;;
     mariadb) [[ $cmdline == *mariadbd*"$(server_dir "$id")/data"* ]] ;;
@@ -295,7 +303,7 @@ server_answers() {
   local mode
   case "$(group_of "$1")" in
     etcd) etcd_answers "$1" ;;
-    redis | redis-tls | redis-sentinel | redis-failover | redis-cluster) redis_answers "$1" ;;
+    redis | redis-*) redis_answers "$1" ;;
     postgres) postgres_answers "$1" ;;
     mariadb) mariadb_answers "$1" ;;
     zookeeper)
@@ -403,6 +411,7 @@ redis_listener_arguments() {
         "--tls-key-file $tls/$cert.key --tls-ca-cert-file $tls/ca.crt --tls-auth-clients $auth"
       ;;
     redis-unix) echo "--unixsocket $(redis_socket_path) --unixsocketperm 700" ;;
+    tls-sentinel-master | tls-sentinel-replica | tls-rcluster[1-3]) tls_only_listener_arguments "$id" ;;
     # The cluster bus on a port of its own (not port + 10000, which may be taken), and a short
     # node timeout so that a failover in a test comes quickly.
     rcluster[1-6])
@@ -518,6 +527,82 @@ wait_until_sentinel_group_formed() {
       return 1
     fi
     sleep 0.2
+  done
+}
+
+# The TLS Sentinel and TLS Cluster groups: every data node serves the test CA's certificate on
+# its TLS port and replicates (and, in the cluster, talks on the bus) over TLS, so that what the
+# sentinels and CLUSTER SLOTS tell a TLS client are TLS ports. The plain port stays for the
+# readiness checks and the tests' own probes.
+tls_only_listener_arguments() {
+  local id=$1 tls
+  tls=$(tls_dir)
+  echo "--tls-port $(cat "$(server_dir "$id")/tls_port") --tls-cert-file $tls/server.crt" \
+    "--tls-key-file $tls/server.key --tls-ca-cert-file $tls/ca.crt --tls-auth-clients optional" \
+    "--tls-replication yes"
+  case "$id" in
+    tls-sentinel-replica) echo "--replicaof 127.0.0.1 $(cat "$(server_dir tls-sentinel-master)/tls_port")" ;;
+    tls-rcluster[1-3])
+      echo "--tls-cluster yes --cluster-enabled yes --cluster-config-file $(server_dir "$id")/nodes.conf" \
+        "--cluster-port $(cat "$(server_dir "$id")/bus_port") --cluster-node-timeout 2000"
+      ;;
+  esac
+}
+
+# One sentinel (quorum 1) that reaches the master and its replica over TLS and serves clients
+# over TLS too; the tests only lock through it, they never fail it over.
+launch_tls_sentinel_member() {
+  local id=$1 dir tls
+  if [[ $id != tls-sentinel1 ]]; then
+    launch_redis "$id"
+    return
+  fi
+  dir=$(server_dir "$id")
+  tls=$(tls_dir)
+  cat >"$dir/sentinel.conf" <<EOF
+port $(server_port "$id")
+tls-port $(cat "$dir/tls_port")
+tls-cert-file $tls/server.crt
+tls-key-file $tls/server.key
+tls-ca-cert-file $tls/ca.crt
+tls-auth-clients optional
+tls-replication yes
+bind 127.0.0.1
+dir $dir
+sentinel monitor mymaster 127.0.0.1 $(cat "$(server_dir tls-sentinel-master)/tls_port") 1
+sentinel down-after-milliseconds mymaster 1000
+EOF
+  setsid redis-server "$dir/sentinel.conf" --sentinel </dev/null >>"$dir/server.log" 2>&1 9>&- &
+  echo $! >"$dir/pid"
+}
+
+# Up once the sentinel sees the master and its replica (both by their TLS ports).
+wait_until_tls_sentinel_formed() {
+  local deadline=$((SECONDS + ready_deadline_seconds)) reply
+  until reply=$(timeout 2 redis-cli -p "$(server_port tls-sentinel1)" SENTINEL MASTER mymaster 2>/dev/null | tr '\n' ' ') &&
+    [[ $reply == *"num-slaves 1 "* && $reply == *"flags master "* ]]; do
+    if ((SECONDS >= deadline)); then
+      say "redis-tls-sentinel: the sentinel did not see the master and its replica within ${ready_deadline_seconds}s"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+# Joins tls-rcluster1-3 into a cluster of three masters (no replicas), over TLS.
+create_tls_redis_cluster() {
+  local id nodes=() deadline=$((SECONDS + ready_deadline_seconds))
+  for id in $(group_members redis-tls-cluster); do
+    nodes+=("127.0.0.1:$(cat "$(server_dir "$id")/tls_port")")
+  done
+  if ! timeout "$ready_deadline_seconds" redis-cli --tls --cacert "$(tls_dir)/ca.crt" --cluster create "${nodes[@]}" \
+    --cluster-replicas 0 --cluster-yes >>"$(server_dir tls-rcluster1)/create.log" 2>&1; then
+    say "redis-tls-cluster: redis-cli --cluster create failed:"
+    tail -n 20 "$(server_dir tls-rcluster1)/create.log" >&2
+    return 1
+  fi
+  for id in $(group_members redis-tls-cluster); do
+    redis_cluster_member_reaches "$id" "$deadline" 'cluster_state:ok' CLUSTER INFO || return 1
   done
 }
 
@@ -650,8 +735,9 @@ launch_server() {
   stat -c %s "$(server_log "$1")" >"$(server_dir "$1")/log_offset" 2>/dev/null ||
     echo 0 >"$(server_dir "$1")/log_offset"
   case "$(group_of "$1")" in
-    redis | redis-tls | redis-cluster) launch_redis "$1" ;;
+    redis | redis-tls | redis-cluster | redis-tls-cluster) launch_redis "$1" ;;
     redis-sentinel | redis-failover) launch_sentinel_group_member "$1" ;;
+    redis-tls-sentinel) launch_tls_sentinel_member "$1" ;;
     postgres) launch_postgres ;;
     zookeeper) launch_zookeeper "$1" ;;
     mariadb) launch_mariadb ;;
@@ -675,11 +761,11 @@ assign_ports() {
       pick_free_port
       echo "$free_port" >"$dir/peer_port"
     fi
-    if [[ $id == redis-tls || $id == redis-mtls || $id == redis-expired ]]; then
+    if [[ $id == redis-tls || $id == redis-mtls || $id == redis-expired || $id == tls-* ]]; then
       pick_free_port
       echo "$free_port" >"$dir/tls_port"
     fi
-    if [[ $id == rcluster[1-6] ]]; then
+    if [[ $id == rcluster[1-6] || $id == tls-rcluster[1-3] ]]; then
       pick_free_port
       echo "$free_port" >"$dir/bus_port"
     fi
@@ -915,6 +1001,16 @@ write_group_env() {
       echo "export DLOCK_TEST_REDIS_UNIX=redis+unix://$(redis_socket_path)"
       echo "export DLOCK_TEST_REDIS_UNIX_PLAIN=redis://127.0.0.1:$(server_port redis-unix)"
       ;;
+    redis-tls-sentinel)
+      echo "export DLOCK_TEST_TLS_DIR=$(tls_dir)"
+      echo "export DLOCK_TEST_REDIS_TLS_SENTINEL=rediss+sentinel://127.0.0.1:$(cat "$(server_dir tls-sentinel1)/tls_port")/mymaster"
+      ;;
+    redis-tls-cluster)
+      local member
+      echo "export DLOCK_TEST_TLS_DIR=$(tls_dir)"
+      for member in $(group_members redis-tls-cluster); do ports+=("$(cat "$(server_dir "$member")/tls_port")"); done
+      printf 'export DLOCK_TEST_REDIS_TLS_CLUSTER=rediss+cluster://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
+      ;;
     redis-sentinel | redis-failover)
       # The sentinels' URL, and the data nodes as started (master first; a failover moves it).
       local upper=${group#redis-} id hosts=() nodes=()
@@ -1071,6 +1167,12 @@ start_group_fresh() {
     if ((status == 0)) && [[ $group == redis-cluster ]]; then
       create_redis_cluster || status=1
     fi
+    if ((status == 0)) && [[ $group == redis-tls-sentinel ]]; then
+      wait_until_tls_sentinel_formed || status=1
+    fi
+    if ((status == 0)) && [[ $group == redis-tls-cluster ]]; then
+      create_tls_redis_cluster || status=1
+    fi
     if ((status == 0)); then
       return 0
     fi
@@ -1098,7 +1200,7 @@ start_group() {
 
 check_group_prerequisites() {
   case "$1" in
-    redis | redis-tls | redis-sentinel | redis-failover | redis-cluster)
+    redis | redis-*)
       if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
         die "redis-server or redis-cli not found: apt-get install redis-server redis-tools (or scripts/setup-debian.sh --servers)"
       fi
@@ -1180,7 +1282,7 @@ command_start() {
     to_start+=("$group")
   done
   # Before the groups start in parallel: the TLS servers and PostgreSQL share the test CA.
-  if [[ " ${to_start[*]} " == *" redis-tls "* || " ${to_start[*]} " == *" postgres "* ]]; then
+  if [[ " ${to_start[*]} " == *" redis-tls"* || " ${to_start[*]} " == *" postgres "* ]]; then
     make_test_certificates || die "cannot make the test certificates in $(tls_dir)"
   fi
   for group in "${to_start[@]}"; do
@@ -1364,7 +1466,7 @@ command_kill_connections() {
   require_running "$id" >/dev/null
   port=$(server_port "$id")
   case "$(group_of "$id")" in
-    redis | redis-tls | redis-cluster)
+    redis | redis-tls | redis-cluster | redis-tls-cluster)
       # CLIENT LIST runs on its own connection, which is closed before the kills.
       ids=$("${in_netns[@]}" timeout 5 redis-cli -h 127.0.0.1 -p "$port" CLIENT LIST |
         sed -n 's/^id=\([0-9]*\) .* name=\([^ ]*\) .*/\1 \2/p' | ids_with_name_matching "$glob")

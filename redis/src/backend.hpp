@@ -59,12 +59,14 @@ class redis_backend final : public dlock::backend,
   /// in a cluster: commands are routed by slot on the network thread).
   bool acquires_inline() const noexcept override { return on_callers_thread(); }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
-  /// One fixed server without plain keys; RedLock, Sentinel and Cluster have no elections yet.
+  /// One server, Sentinel or a Cluster, without plain keys; RedLock has no elections yet.
   std::shared_ptr<election_board> elections() override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
   // inspector.cpp: the grants and owners every node shows; a break deletes them all.
   lock_inspection inspect(const std::string& name) override;
+  /// SCANs every node for the names' fencing counters, then inspects each; not in a cluster yet.
+  std::vector<lock_inspection> list_locks(const std::string& prefix) override;
   void break_lock(const std::string& name) override;
 
   boost::asio::any_io_executor network_executor() const { return network_->executor(); }

@@ -1,8 +1,11 @@
-// The Redis backend's election board (one server): the leader record is a hash beside the
+// The Redis backend's election board (one server, Sentinel's master, or a Cluster, where the
+// election's keys share one slot; RedLock has none): the leader record is a hash beside the
 // election's lock key in its hash tag, written only while the lock key holds the proclaiming
 // grant's token, extended by the watchdog and deleted by the release with the lock key (the
 // scripts' KEYS[4]); a reader shows it only while the lock key still holds that grant.
-// Observers poll (the core default).
+// Observers poll (the core default). With Sentinel a term is the leadership's fencing token,
+// which the epoch rule keeps rising across failovers (docs/redis.md, "Sentinel").
+#include <dlock/core/backend/blocking_call.hpp>
 #include <dlock/core/backend/election.hpp>
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/errors.hpp>
@@ -44,8 +47,10 @@ const script& stored(const char* source) {
 
 class redis_election_board final : public election_board {
  public:
-  explicit redis_election_board(std::shared_ptr<redis_backend> backend)
-      : backend_(std::move(backend)) {}
+  /// `inline_scripts`: run the scripts on the caller's thread (one fixed server), else on the
+  /// network thread (Sentinel's master, a Cluster's slot).
+  redis_election_board(std::shared_ptr<redis_backend> backend, bool inline_scripts)
+      : backend_(std::move(backend)), inline_scripts_(inline_scripts) {}
 
   void proclaim(std::string_view election, const lease& leadership,
                 std::string_view value) override {
@@ -85,8 +90,10 @@ class redis_election_board final : public election_board {
     acquire_request request;
     request.kind = primitive::election;
     request.name = std::string(election);
-    const command_result result =
-        backend_->nodes().eval_here(which, backend_->keys_for(request), arguments);
+    const key_set keys = backend_->keys_for(request);
+    const command_result result = inline_scripts_
+                                      ? backend_->nodes().eval_here(which, keys, arguments)
+                                      : on_network_thread(which, keys, arguments, election);
     if (result.failure) {
       throw connection_error(said(backend_->nodes().failures({result}), election));
     }
@@ -97,15 +104,31 @@ class redis_election_board final : public election_board {
     return result.value;
   }
 
+  command_result on_network_thread(const script& which, const key_set& keys,
+                                   const std::vector<std::string>& arguments,
+                                   std::string_view election) {
+    return call_and_wait<command_result>(
+        backend_->network_executor(), backend_->settings().release_timeout,
+        said("no answer to the election script", election),
+        [this, which = &which, keys, arguments](const blocking_reply<command_result>& reply) {
+          backend_->nodes().eval_everywhere(
+              *which, keys, arguments, {1, confirmed},
+              [reply](std::vector<command_result> results) {
+                reply.set_value(std::move(results.at(0)));
+              });
+        });
+  }
+
   std::shared_ptr<redis_backend> backend_;
+  bool inline_scripts_;
 };
 
 }  // namespace
 
 std::shared_ptr<election_board> redis_backend::elections() {
-  // The board's scripts run on the caller's thread, which only one fixed server allows.
-  if (!on_callers_thread() || options_.plain_keys) return nullptr;
-  return std::make_shared<redis_election_board>(shared_from_this());
+  // One voting node: RedLock would need a majority's record (not yet).
+  if (nodes_->size() != 1 || options_.plain_keys) return nullptr;
+  return std::make_shared<redis_election_board>(shared_from_this(), on_callers_thread());
 }
 
 }  // namespace dlock::redis::detail

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <set>
 
 #include <dlock/core/backend/blocking_call.hpp>
 
@@ -102,6 +103,53 @@ lock_inspection redis_backend::inspect(const std::string& name) {
               reply.set_value(std::move(found));
             });
       });
+}
+
+// A held name is on a majority of the nodes, so the names that a majority's SCANs found
+// include it. SCAN walks a node in steps (COUNT per call), never blocking it like KEYS.
+std::vector<lock_inspection> redis_backend::list_locks(const std::string& prefix) {
+  if (nodes_->routed_by_slot()) return backend::list_locks(prefix);  // not yet: docs/redis.md
+  if (network_->running_in_this_thread()) {
+    throw std::logic_error("dlock: redis: list_locks() called on the network thread");
+  }
+  const std::string pattern = keys_.counters_pattern(prefix);
+  std::set<std::string> names;
+  std::string failures;
+  std::size_t scanned = 0;
+  for (std::size_t i = 0; i < nodes_->size(); ++i) {
+    node& at = nodes_->at(i);
+    std::string cursor = "0";
+    std::optional<std::string> failure;
+    do {
+      const command_result result =
+          at.command_here({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"});
+      const reply& answer = result.value;
+      if (result.failure || answer.type != reply::kind::array || answer.elements.size() != 2) {
+        failure = result.failure ? *result.failure
+                                 : "SCAN answered " + (answer.is_error() ? answer.text
+                                                                         : "something else");
+        break;
+      }
+      cursor = answer.elements[0].text;
+      for (const reply& key : answer.elements[1].elements) {
+        names.insert(keys_.name_of_counter(key.text));
+      }
+    } while (cursor != "0");
+    if (failure) {
+      failures += (failures.empty() ? "" : "; ") + at.endpoint() + ": " + *failure;
+    } else {
+      ++scanned;
+    }
+  }
+  if (scanned < nodes_->majority()) {
+    throw connection_error(message("list_locks('" + prefix + "'): " + failures));
+  }
+  std::vector<lock_inspection> listed;
+  for (const std::string& name : names) {
+    auto found = inspect(name);
+    if (found.held() || !found.waiters.empty()) listed.push_back(std::move(found));
+  }
+  return listed;
 }
 
 // The holders' watchdogs find their keys gone at their next extension ("not ours") and mark

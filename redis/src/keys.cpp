@@ -28,7 +28,49 @@ std::string escape_for_tag(std::string_view name) {
   return escaped;
 }
 
+// A SCAN/KEYS pattern matching `text` literally.
+std::string glob_escaped(std::string_view text) {
+  std::string escaped;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  return escaped;
+}
+
+std::string unescape_tag(std::string_view escaped) {
+  std::string name;
+  for (std::size_t i = 0; i < escaped.size(); ++i) {
+    const std::string_view rest = escaped.substr(i, 3);
+    if (rest == "%25" || rest == "%7B" || rest == "%7D") {
+      name += rest == "%25" ? '%' : rest == "%7B" ? '{' : '}';
+      i += 2;
+    } else {
+      name += escaped[i];
+    }
+  }
+  return name;
+}
+
+constexpr std::string_view tagged_fence_suffix = "}:fence";
+
 }  // namespace
+
+std::string key_scheme::counters_pattern(std::string_view name_prefix) const {
+  if (plain_keys_) {
+    return glob_escaped(prefix_) + glob_escaped(name_prefix) + "*" +
+           glob_escaped(plain_fence_suffix);
+  }
+  return glob_escaped(prefix_ + "{" + escape_for_tag(name_prefix)) + "*" +
+         glob_escaped(tagged_fence_suffix);
+}
+
+std::string key_scheme::name_of_counter(std::string_view key) const {
+  key.remove_prefix(prefix_.size());
+  if (plain_keys_) return std::string(key.substr(0, key.size() - plain_fence_suffix.size()));
+  key.remove_prefix(1);  // the tag's '{'
+  return unescape_tag(key.substr(0, key.size() - tagged_fence_suffix.size()));
+}
 
 std::string_view script_argument(key_kind kind) noexcept {
   switch (kind) {

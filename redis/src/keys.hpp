@@ -44,6 +44,11 @@ class key_scheme {
   /// reader-writer lock's writer, readers and waiting writers, the semaphore's holders and
   /// max_count, the owners hash, the upgrade gate (scripts.hpp).
   key_set inspection_keys(std::string_view name) const;
+  /// The SCAN pattern of the fencing counters of every name beginning with `name_prefix`:
+  /// every name ever granted keeps one, so a name held now is among them.
+  std::string counters_pattern(std::string_view name_prefix) const;
+  /// The name whose fencing counter is `key` (one that counters_pattern matched).
+  std::string name_of_counter(std::string_view key) const;
   /// The release channels of every primitive of `name`: lock, reader-writer lock, semaphore,
   /// upgrade gate.
   /// The command a release publishes with: SPUBLISH to a cluster's shard channels, else PUBLISH.

@@ -63,8 +63,8 @@ class backend_fixture {
   /// backend yet (issue 19; docs/observability.md lists the backends that are).
   virtual bool inspects() const { return false; }
 
-  /// Whether provider::list_locks() is implemented for this backend yet (Redis: not yet, it
-  /// would SCAN every node).
+  /// Whether provider::list_locks() is implemented for this backend yet (a Redis Cluster: not
+  /// yet, it would SCAN every master).
   virtual bool lists_locks() const { return inspects(); }
 
   /// Whether inspect() shows the owner of every holder and waiter. The file backend stores one

@@ -244,3 +244,24 @@ TEST_CASE("RedLock fencing tokens rise above a majority's counters when the coun
   }
   CHECK(locks->create_lock(name).acquire(5s).fencing_token() == 102);
 }
+
+TEST_CASE("list_locks takes a prefix literally: glob characters and the tag's escapes in it "
+          "match only themselves", "[redis][inspect]") {
+  auto locks = dlock::make_provider(endpoint() + "?prefix=" + prefix());
+  const std::string base = unique_name("list");
+  const std::string listed_prefix = base + "/a*{%}?[x]/";
+  auto listed = locks->create_lock(listed_prefix + "held").acquire(5s);
+  // What each glob character or escape would match if it were not taken literally.
+  auto decoy = locks->create_lock(base + "/aZ{%}?[x]/held").acquire(5s);
+  auto escaped_decoy = locks->create_lock(base + "/a*%7B%25%7D?[x]/held").acquire(5s);
+  auto plain = dlock::make_provider(endpoint() + "?plain_keys=true&prefix=" + prefix());
+  auto plain_held = plain->create_lock(base + "-plain/a*b").acquire(5s);
+  auto plain_decoy = plain->create_lock(base + "-plain/aXb").acquire(5s);
+
+  const auto found = locks->list_locks(listed_prefix);
+  REQUIRE(found.size() == 1);
+  CHECK(found.front().name == listed_prefix + "held");
+  const auto found_plain = plain->list_locks(base + "-plain/a*");
+  REQUIRE(found_plain.size() == 1);
+  CHECK(found_plain.front().name == base + "-plain/a*b");
+}

@@ -19,6 +19,11 @@ inline const std::string& prefix() {
 /// The key of the lock `name` under prefix().
 inline std::string key_of(const std::string& name) { return prefix() + "{" + name + "}"; }
 
+/// A file of the test CA's directory (ca.crt, other-ca.crt, client.key, ...).
+inline std::string tls_file(const std::string& name) {
+  return support::require_test_server_endpoint("DLOCK_TEST_TLS_DIR") + "/" + name;
+}
+
 /// The single test server's URL, "redis://127.0.0.1:<port>".
 inline std::string endpoint() { return support::require_test_server_endpoint("DLOCK_TEST_REDIS"); }
 

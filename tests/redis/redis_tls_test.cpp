@@ -9,18 +9,14 @@
 #include <boost/asio/use_future.hpp>
 #include <dlock/dlock.hpp>
 
-#include "support.hpp"
-#include "test_servers.hpp"
+#include "redis_test_support.hpp"
 
 using namespace std::chrono_literals;
+using redis_test::tls_file;
 using support::require_test_server_endpoint;
 using support::unique_name;
 
 namespace {
-
-std::string tls_file(const std::string& name) {
-  return require_test_server_endpoint("DLOCK_TEST_TLS_DIR") + "/" + name;
-}
 
 /// The server (DLOCK_TEST_REDIS_TLS and the like) with `options` after the key prefix.
 std::string url(const char* server, const std::string& options) {

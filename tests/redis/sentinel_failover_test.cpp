@@ -310,3 +310,34 @@ TEST_CASE("a master killed with SIGKILL under a holder: the handle is lost or pr
   // The old master comes back as a master of its own; the sentinels make it a replica.
   wait_for_settled_master();
 }
+
+TEST_CASE("an election's term never goes back across a failover, even when the new master "
+          "missed the lead and the term counter",
+          "[redis][sentinel][fault][election]") {
+  const int old_master = wait_for_settled_master();
+  const std::string url = url_with("5s");
+  auto candidates = dlock::make_provider(url);
+  auto lead = candidates->create_election("board").campaign("first", 5s);
+  const auto first_term = lead.term();
+  const std::string base =
+      dlock::redis::provider(
+          {.servers = {{"127.0.0.1", 1}}, .key_prefix = std::string(prefix_of(url))})
+          .lock_key("board");
+  // Whichever replica is promoted misses the lead, its record and the counter.
+  for (const auto& replica : nodes()) {
+    if (replica.port == old_master) continue;
+    REQUIRE(support::wait_until([&] { return ask(replica, {"EXISTS", base + ":leader"}) == "1"; }));
+    REQUIRE(ask(replica, {"CONFIG", "SET", "replica-read-only", "no"}) == "OK");
+    REQUIRE(ask(replica, {"DEL", base + ":election", base + ":leader", base + ":fence"}) == "3");
+    REQUIRE(ask(replica, {"CONFIG", "SET", "replica-read-only", "yes"}) == "OK");
+  }
+
+  fail_over(old_master);
+  REQUIRE(support::wait_until([&] { return lead.lost(); }, 15s));
+  auto next = dlock::make_provider(url)->create_election("board").campaign("second", 10s);
+  CHECK(next.term() > first_term);
+  const auto seen = candidates->create_election("board").leader();
+  REQUIRE(seen);
+  CHECK(seen->value == "second");
+  CHECK(seen->term == next.term());
+}
