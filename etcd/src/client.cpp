@@ -319,6 +319,20 @@ grpc::Status etcd_client::remove_now(const std::string& key, std::chrono::nanose
   });
 }
 
+grpc::Status etcd_client::txn_now(const pb::TxnRequest& request, pb::TxnResponse& response,
+                                  std::chrono::nanoseconds timeout) {
+  return blocking(timeout, [&](grpc::ClientContext* context) {
+    return kv_->Txn(context, request, &response);
+  });
+}
+
+grpc::Status etcd_client::range_now(const pb::RangeRequest& request, pb::RangeResponse& response,
+                                    std::chrono::nanoseconds timeout) {
+  return blocking(timeout, [&](grpc::ClientContext* context) {
+    return kv_->Range(context, request, &response);
+  });
+}
+
 grpc::Status etcd_client::revoke_now(std::int64_t lease_id, std::chrono::nanoseconds timeout) {
   pb::LeaseRevokeRequest request;
   request.set_id(lease_id);

@@ -63,6 +63,11 @@ class etcd_client {
 
   /// Deletes `key` on the calling thread (a blocking call), waiting up to `timeout`.
   grpc::Status remove_now(const std::string& key, std::chrono::nanoseconds timeout);
+  /// A Txn and a Range on the calling thread (blocking calls), waiting up to `timeout`.
+  grpc::Status txn_now(const pb::TxnRequest& request, pb::TxnResponse& response,
+                       std::chrono::nanoseconds timeout);
+  grpc::Status range_now(const pb::RangeRequest& request, pb::RangeResponse& response,
+                         std::chrono::nanoseconds timeout);
   /// Revokes lease `lease_id` on the calling thread (a blocking call), waiting up to `timeout`.
   grpc::Status revoke_now(std::int64_t lease_id, std::chrono::nanoseconds timeout);
 
