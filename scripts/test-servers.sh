@@ -311,26 +311,33 @@ etcd_answers() {
     --command-timeout=2s get --consistency=l dlock-health >/dev/null 2>&1
 }
 
+etcdctl_on_auth_member() {
+  # shellcheck disable=SC2046 # one flag per word
+  etcdctl $(etcdctl_flags etcd-auth) --command-timeout=5s "$@" >>"$(server_log etcd-auth)" 2>&1
+}
+
 # etcd-auth: root (password root), user dlock (password dlock) with read and write on the keys
 # under auth-test/, user stranger (password stranger) with no permission there; then auth on.
 setup_etcd_auth() {
-  local run
-  run() { etcdctl $(etcdctl_flags etcd-auth) --command-timeout=5s "$@" >>"$(server_log etcd-auth)" 2>&1; }
-  run user add root:root && run user grant-role root root &&
-    run role add dlock-locks && run role grant-permission dlock-locks --prefix=true readwrite auth-test/ &&
-    run user add dlock:dlock && run user grant-role dlock dlock-locks &&
-    run user add stranger:stranger && run auth enable || {
-    say "etcd-auth: setting up users and roles failed"
-    show_log_tail etcd-auth
-    return 1
-  }
+  local step
+  for step in "user add root:root" "user grant-role root root" "role add dlock-locks" \
+    "role grant-permission dlock-locks --prefix=true readwrite auth-test/" \
+    "user add dlock:dlock" "user grant-role dlock dlock-locks" "user add stranger:stranger" \
+    "auth enable"; do
+    # shellcheck disable=SC2086 # the step's words are etcdctl's arguments
+    if ! etcdctl_on_auth_member $step; then
+      say "etcd-auth: setting up users and roles failed at 'etcdctl $step'"
+      show_log_tail etcd-auth
+      return 1
+    fi
+  done
   touch "$(server_dir etcd-auth)/auth_enabled"
 }
 
 server_answers() {
   local mode
   case "$(group_of "$1")" in
-    etcd) etcd_answers "$1" ;;
+    etcd | etcd-secure) etcd_answers "$1" ;;
     redis | redis-tls | redis-sentinel | redis-failover | redis-cluster) redis_answers "$1" ;;
     postgres) postgres_answers "$1" ;;
     mariadb) mariadb_answers "$1" ;;
