@@ -113,6 +113,12 @@ if(DLOCK_TEST_SERVER_REDIS)
   endforeach()
 endif()
 
+# etcd over TLS and with authentication on: fixture etcd_secure_server, label etcd_secure, so
+# that the plain etcd tests never wait for these servers.
+if(DLOCK_TEST_SERVER_ETCD)
+  dlock_add_test_server_fixture(etcd_secure etcd-secure)
+endif()
+
 if(DLOCK_TEST_SERVER_MARIADB)
   dlock_add_test_server_fixture(mariadb)
 else()

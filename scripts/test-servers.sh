@@ -17,7 +17,7 @@ readonly port_low=15000
 readonly port_span=17000
 readonly port_attempts=3
 readonly postgres_bin=${DLOCK_POSTGRES_BIN:-/usr/lib/postgresql/15/bin}
-readonly all_groups=(redis redis-tls redis-sentinel redis-failover redis-cluster redis-tls-sentinel redis-tls-cluster postgres zookeeper mariadb etcd)
+readonly all_groups=(redis redis-tls redis-sentinel redis-failover redis-cluster redis-tls-sentinel redis-tls-cluster postgres zookeeper mariadb etcd etcd-secure)
 
 usage() {
   cat <<'EOF'
@@ -37,7 +37,7 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
                                                          MariaDB user)
 
   GROUPs: redis postgres zookeeper redis-tls redis-sentinel redis-failover redis-cluster
-          redis-tls-sentinel redis-tls-cluster mariadb etcd
+          redis-tls-sentinel redis-tls-cluster mariadb etcd etcd-secure
   IDs: redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3 mariadb etcd etcd1 etcd2 etcd3
        redis-tls redis-mtls redis-expired redis-unix (group redis-tls: TLS servers with certificates
        from a test CA in <state directory>/tls, which PostgreSQL also serves TLS with, and a Unix socket)
@@ -49,6 +49,8 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
        tls-sentinel-master tls-sentinel-replica tls-sentinel1 (group redis-tls-sentinel: a master,
        a replica and one sentinel, all over TLS); tls-rcluster1..tls-rcluster3 (group
        redis-tls-cluster: a Redis Cluster of three masters over TLS, its bus too)
+       etcd-tls etcd-mtls etcd-auth (group etcd-secure: etcd over TLS with the test CA's
+       certificate, the same requiring client certificates, and etcd with authentication on)
   The state directory is --state-dir, else $DLOCK_TEST_STATE_DIR, else --default-state-dir,
   else ${TMPDIR:-/tmp}/dlock-test-servers-$UID. Endpoints: <state directory>/endpoints.env.
 
@@ -105,6 +107,8 @@ group_members() {
     mariadb) echo mariadb ;;
     # etcd: a standalone member and a 3-member cluster
     etcd) echo etcd etcd1 etcd2 etcd3 ;;
+    # etcd over TLS (client certificates optional, then required) and with authentication on
+    etcd-secure) echo etcd-tls etcd-mtls etcd-auth ;;
     *) return 1 ;;
   esac
 }
@@ -122,6 +126,7 @@ group_of() {
     zookeeper | zk[123]) echo zookeeper ;;
     mariadb) echo mariadb ;;
     etcd | etcd[123]) echo etcd ;;
+    etcd-tls | etcd-mtls | etcd-auth) echo etcd-secure ;;
     *) return 1 ;;
   esac
 }
@@ -178,7 +183,7 @@ process_is_server() {
     postgres) [[ $cmdline == *postgres*"$(server_dir "$id")/data"* ]] ;;
     zookeeper) [[ $cmdline == *QuorumPeerMain*"$(server_dir "$id")/zoo.cfg"* ]] ;;
     mariadb) [[ $cmdline == *mariadbd*"$(server_dir "$id")/data"* ]] ;;
-    etcd) [[ $cmdline == *etcd*"--data-dir $(server_dir "$id")/data"* ]] ;;
+    etcd | etcd-secure) [[ $cmdline == *etcd*"--data-dir $(server_dir "$id")/data"* ]] ;;
   esac
 }
 
@@ -292,17 +297,54 @@ zookeeper_mode() {
   echo "${BASH_REMATCH[1]}"
 }
 
+# etcdctl's flags to reach member `id`: TLS with the test CA (and its client certificate for
+# etcd-mtls), root once etcd-auth has authentication on.
+etcdctl_flags() {
+  local id=$1 tls scheme=http
+  tls=$(tls_dir)
+  [[ $id == etcd-tls || $id == etcd-mtls ]] && scheme=https
+  echo "--endpoints=$scheme://127.0.0.1:$(server_port "$id")"
+  [[ $scheme == https ]] && echo "--cacert=$tls/ca.crt"
+  [[ $id == etcd-mtls ]] && echo "--cert=$tls/client.crt --key=$tls/client.key"
+  [[ $id == etcd-auth && -f "$(server_dir "$id")/auth_enabled" ]] && echo "--user=root:root"
+  return 0
+}
+
 # A member that has a leader answers a linearizable read (a member of a cluster without quorum
 # does not).
 etcd_answers() {
-  "${in_netns[@]}" timeout 3 etcdctl --endpoints="127.0.0.1:$(server_port "$1")" \
+  # shellcheck disable=SC2046 # one flag per word
+  "${in_netns[@]}" timeout 3 etcdctl $(etcdctl_flags "$1") \
     --command-timeout=2s get --consistency=l dlock-health >/dev/null 2>&1
+}
+
+etcdctl_on_auth_member() {
+  # shellcheck disable=SC2046 # one flag per word
+  etcdctl $(etcdctl_flags etcd-auth) --command-timeout=5s "$@" >>"$(server_log etcd-auth)" 2>&1
+}
+
+# etcd-auth: root (password root), user dlock (password dlock) with read and write on the keys
+# under auth-test/, user stranger (password stranger) with no permission there; then auth on.
+setup_etcd_auth() {
+  local step
+  for step in "user add root:root" "user grant-role root root" "role add dlock-locks" \
+    "role grant-permission dlock-locks --prefix=true readwrite auth-test/" \
+    "user add dlock:dlock" "user grant-role dlock dlock-locks" "user add stranger:stranger" \
+    "auth enable"; do
+    # shellcheck disable=SC2086 # the step's words are etcdctl's arguments
+    if ! etcdctl_on_auth_member $step; then
+      say "etcd-auth: setting up users and roles failed at 'etcdctl $step'"
+      show_log_tail etcd-auth
+      return 1
+    fi
+  done
+  touch "$(server_dir etcd-auth)/auth_enabled"
 }
 
 server_answers() {
   local mode
   case "$(group_of "$1")" in
-    etcd) etcd_answers "$1" ;;
+    etcd | etcd-secure) etcd_answers "$1" ;;
     redis | redis-*) redis_answers "$1" ;;
     postgres) postgres_answers "$1" ;;
     mariadb) mariadb_answers "$1" ;;
@@ -702,7 +744,7 @@ launch_mariadb() {
 # The standalone member is a cluster of one; etcd1..3 are one cluster of three.
 etcd_initial_cluster() {
   local member members=() list
-  if is_etcd_cluster_member "$1"; then members=(etcd1 etcd2 etcd3); else members=(etcd); fi
+  if is_etcd_cluster_member "$1"; then members=(etcd1 etcd2 etcd3); else members=("$1"); fi
   for member in "${members[@]}"; do
     list+="${list:+,}$member=http://127.0.0.1:$(cat "$(server_dir "$member")/peer_port")"
   done
@@ -715,13 +757,29 @@ launch_etcd() {
   port=$(server_port "$id")
   peer_port=$(cat "$dir/peer_port")
   is_etcd_cluster_member "$id" && token=dlock-etcd-cluster
+  [[ $(group_of "$id") == etcd-secure ]] && token=dlock-$id
+  # etcd-secure: TLS with the test CA's server certificate; etcd-auth: simple tokens that expire
+  # after 1 s unused, so that the tests see a provider log in again.
+  local tls scheme=http secure=()
+  tls=$(tls_dir)
+  case "$id" in
+    etcd-tls) scheme=https secure=(--cert-file "$tls/server.crt" --key-file "$tls/server.key") ;;
+    etcd-mtls)
+      scheme=https
+      secure=(--cert-file "$tls/server.crt" --key-file "$tls/server.key" --client-cert-auth
+        --trusted-ca-file "$tls/ca.crt")
+      ;;
+    etcd-auth) secure=(--auth-token simple --auth-token-ttl 1) ;;
+  esac
   # Short heartbeats and elections make a killed leader's successor quick (500 ms); --data-dir
   # comes first so that process_is_server recognizes the process.
   local address client_urls=()
-  for address in $(listen_addresses "$id"); do client_urls+=("http://$address:$port"); done
+  for address in $(listen_addresses "$id"); do client_urls+=("$scheme://$address:$port"); done
+  # 127.0.0.2 too, an address its certificate is not for (the host-name mismatch case).
+  [[ $id == etcd-tls ]] && client_urls+=("https://127.0.0.2:$port")
   setsid "${in_netns[@]}" etcd --data-dir "$dir/data" --name "$id" \
     --listen-client-urls "$(IFS=,; echo "${client_urls[*]}")" \
-    --advertise-client-urls "http://127.0.0.1:$port" \
+    --advertise-client-urls "$scheme://127.0.0.1:$port" "${secure[@]}" \
     --listen-peer-urls "http://127.0.0.1:$peer_port" \
     --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
     --initial-cluster "$(etcd_initial_cluster "$id")" --initial-cluster-token "$token" \
@@ -741,7 +799,7 @@ launch_server() {
     postgres) launch_postgres ;;
     zookeeper) launch_zookeeper "$1" ;;
     mariadb) launch_mariadb ;;
-    etcd) launch_etcd "$1" ;;
+    etcd | etcd-secure) launch_etcd "$1" ;;
   esac
 }
 
@@ -757,7 +815,7 @@ assign_ports() {
     mkdir -p "$dir"
     pick_free_port
     echo "$free_port" >"$dir/port"
-    if [[ $1 == etcd ]]; then
+    if [[ $1 == etcd || $1 == etcd-secure ]]; then
       pick_free_port
       echo "$free_port" >"$dir/peer_port"
     fi
@@ -1050,6 +1108,13 @@ write_group_env() {
       printf 'export DLOCK_TEST_ETCD=etcd://127.0.0.1:%s\n' "$(server_port etcd)"
       printf 'export DLOCK_TEST_ETCD_CLUSTER=etcd://127.0.0.1:%s,127.0.0.1:%s,127.0.0.1:%s\n' "${ports[@]}"
       ;;
+    etcd-secure)
+      # Without options or credentials: the tests add them (the CA is DLOCK_TEST_TLS_DIR's).
+      echo "export DLOCK_TEST_TLS_DIR=$(tls_dir)"
+      echo "export DLOCK_TEST_ETCD_TLS=etcd://127.0.0.1:$(server_port etcd-tls)"
+      echo "export DLOCK_TEST_ETCD_MTLS=etcd://127.0.0.1:$(server_port etcd-mtls)"
+      echo "export DLOCK_TEST_ETCD_AUTH=etcd://127.0.0.1:$(server_port etcd-auth)"
+      ;;
   esac >"$(group_env_file "$group").tmp"
   mv "$(group_env_file "$group").tmp" "$(group_env_file "$group")"
 }
@@ -1173,6 +1238,9 @@ start_group_fresh() {
     if ((status == 0)) && [[ $group == redis-tls-cluster ]]; then
       create_tls_redis_cluster || status=1
     fi
+    if ((status == 0)) && [[ $group == etcd-secure ]]; then
+      setup_etcd_auth || status=1
+    fi
     if ((status == 0)); then
       return 0
     fi
@@ -1221,7 +1289,7 @@ check_group_prerequisites() {
         die "mariadbd, mariadb-install-db or mariadb not found: apt-get install mariadb-server mariadb-client (or scripts/setup-debian.sh --servers)"
       fi
       ;;
-    etcd)
+    etcd | etcd-secure)
       if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
         die "etcd or etcdctl not found: apt-get install etcd-server etcd-client (or scripts/setup-debian.sh --servers)"
       fi
@@ -1282,7 +1350,8 @@ command_start() {
     to_start+=("$group")
   done
   # Before the groups start in parallel: the TLS servers and PostgreSQL share the test CA.
-  if [[ " ${to_start[*]} " == *" redis-tls"* || " ${to_start[*]} " == *" postgres "* ]]; then
+  if [[ " ${to_start[*]} " == *" redis-tls"* || " ${to_start[*]} " == *" postgres "* ||
+    " ${to_start[*]} " == *" etcd-secure "* ]]; then
     make_test_certificates || die "cannot make the test certificates in $(tls_dir)"
   fi
   for group in "${to_start[@]}"; do

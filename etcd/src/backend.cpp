@@ -33,11 +33,23 @@ etcd_backend::~etcd_backend() {
 }
 
 void etcd_backend::start() {
+  // A call that waits for a connection ends in "Deadline Exceeded"; the reason it could not
+  // connect (a refused TLS handshake, say) is asked for separately.
+  const auto with_cause = [this](std::string failure) {
+    if (std::string cause = client_->connection_failure(); !cause.empty()) {
+      failure += " (" + cause + ")";
+    }
+    return failure;
+  };
   if (const std::string failure = client_->authenticate(options_.connect_timeout);
       !failure.empty()) {
-    throw connection_error(message(failure));
+    throw connection_error(message(with_cause(failure)));
   }
-  keeper_->start();
+  try {
+    keeper_->start();
+  } catch (const connection_error& e) {
+    throw connection_error(with_cause(e.what()));
+  }
 }
 
 std::string etcd_backend::queue_of(primitive kind, std::string_view name) const {

@@ -45,6 +45,8 @@ class etcd_backend final : public dlock::backend,
   provider_health health() const override;
 
   const options& settings() const noexcept { return options_; }
+  /// The board of leader elections (election_board.cpp).
+  std::shared_ptr<election_board> elections() override;
   /// The queue of `name` for `kind` (key_layout.hpp) under the options' prefix.
   std::string queue_of(primitive kind, std::string_view name) const;
 

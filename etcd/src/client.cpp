@@ -90,6 +90,7 @@ grpc::ChannelArguments channel_arguments(const options& opts) {
 etcd_client::etcd_client(const options& opts, boost::asio::any_io_executor executor)
     : executor_(std::move(executor)),
       call_timeout_(opts.lease_ttl),
+      tls_(opts.tls),
       user_(opts.user),
       password_(opts.password),
       channel_(grpc::CreateCustomChannel(target_of(opts.endpoints), credentials_of(opts.tls),
@@ -122,7 +123,57 @@ std::string etcd_client::authenticate(std::chrono::nanoseconds timeout) {
   return {};
 }
 
-std::shared_ptr<grpc::ClientContext> etcd_client::new_context(std::chrono::nanoseconds timeout) {
+std::string etcd_client::connection_failure() {
+  auto context = new_context(std::chrono::seconds(1), false);
+  context->set_wait_for_ready(false);
+  pb::RangeRequest request;
+  request.set_key("dlock-connection-probe");
+  request.set_count_only(true);
+  pb::RangeResponse response;
+  if (!track(context)) return {};
+  const grpc::Status status = kv_->Range(context.get(), request, &response);
+  untrack(context);
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE) return {};
+  std::string failure = "cannot connect: " + describe(status);
+  // A member with --client-cert-auth refuses after the handshake (TLS 1.3), and gRPC only
+  // says the read failed.
+  if (tls_.enabled && tls_.cert_file.empty() &&
+      status.error_message().find("read failed") != std::string::npos) {
+    failure += "; no client certificate was given (tls.cert_file, tls.key_file), which a "
+               "member started with --client-cert-auth requires";
+  }
+  return failure;
+}
+
+void etcd_client::log_in_again(std::chrono::nanoseconds timeout,
+                               dlock::detail::unique_function<void(grpc::Status)> done) {
+  struct call {
+    std::shared_ptr<grpc::ClientContext> context;
+    pb::AuthenticateRequest request;
+    pb::AuthenticateResponse response;
+    dlock::detail::unique_function<void(grpc::Status)> done;
+  };
+  // No token: the stale one is what etcd refuses.
+  auto c = std::make_shared<call>(call{new_context(timeout, false), {}, {}, std::move(done)});
+  if (!track(c->context)) {
+    return c->done(grpc::Status(grpc::StatusCode::CANCELLED, "the provider is shutting down"));
+  }
+  c->request.set_name(user_);
+  c->request.set_password(password_);
+  auth_->async()->Authenticate(c->context.get(), &c->request, &c->response,
+                               [this, c](grpc::Status status) {
+                                 if (status.ok()) {
+                                   std::lock_guard lock(mutex_);
+                                   token_ = c->response.token();
+                                 }
+                                 auto done = std::move(c->done);
+                                 done(std::move(status));
+                                 untrack(c->context);  // last, like unary's answers
+                               });
+}
+
+std::shared_ptr<grpc::ClientContext> etcd_client::new_context(std::chrono::nanoseconds timeout,
+                                                               bool with_token) {
   {
     std::lock_guard lock(mutex_);
     ++live_contexts_;
@@ -144,7 +195,7 @@ std::shared_ptr<grpc::ClientContext> etcd_client::new_context(std::chrono::nanos
                           std::chrono::duration_cast<std::chrono::system_clock::duration>(timeout));
   }
   std::lock_guard lock(mutex_);
-  if (!token_.empty()) context->AddMetadata("token", token_);
+  if (with_token && !token_.empty()) context->AddMetadata("token", token_);
   return context;
 }
 
@@ -175,28 +226,47 @@ void etcd_client::stream_done(const std::shared_ptr<grpc::ClientContext>& contex
 template <class Request, class Response, class Start>
 void etcd_client::unary(Request request, std::chrono::nanoseconds timeout, Start start,
                         reply_handler<Response> done) {
-  struct call {
-    std::shared_ptr<grpc::ClientContext> context;
-    Request request;
-    Response response;
-    reply_handler<Response> done;
-  };
-  auto c = std::make_shared<call>(call{new_context(timeout), std::move(request), {}, std::move(done)});
-  if (!track(c->context)) {
-    boost::asio::post(executor_, [done = std::move(c->done)]() mutable {
-      done(grpc::Status(grpc::StatusCode::CANCELLED, "the provider is shutting down"), {});
-    });
-    return;
-  }
-  start(c->context.get(), &c->request, &c->response, [this, c](grpc::Status status) {
+  send(std::make_shared<unary_call<Request, Response>>(
+           unary_call<Request, Response>{{}, std::move(request), {}, std::move(done)}),
+       timeout, std::move(start));
+}
+
+template <class Request, class Response, class Start>
+void etcd_client::send(std::shared_ptr<unary_call<Request, Response>> c,
+                       std::chrono::nanoseconds timeout, Start start) {
+  c->context = new_context(timeout);
+  const auto answer = [this](std::shared_ptr<unary_call<Request, Response>> c,
+                             grpc::Status status) {
     // The answer alone goes to the executor: a handler still queued there when the provider
     // goes must not keep the context (see new_context).
     boost::asio::post(executor_, [done = std::move(c->done), status = std::move(status),
                                   response = std::move(c->response)]() mutable {
       done(std::move(status), std::move(response));
     });
-    untrack(c->context);  // last: shutdown() may return, and the executor go, after this
-  });
+  };
+  if (!track(c->context)) {
+    return answer(std::move(c),
+                  grpc::Status(grpc::StatusCode::CANCELLED, "the provider is shutting down"));
+  }
+  start(c->context.get(), &c->request, &c->response,
+        [this, c, timeout, start, answer](grpc::Status status) {
+          if (is_stale_token(status) && !user_.empty() && !c->logged_in_again) {
+            c->logged_in_again = true;
+            // Tracked before the call is untracked, so shutdown() still waits for it.
+            log_in_again(timeout, [this, c, timeout, start, answer](grpc::Status login) {
+              if (login.ok()) {
+                c->response = Response{};
+                return send(c, timeout, start);
+              }
+              answer(c, grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                     "the auth token expired and logging in again as '" + user_ +
+                                         "' failed: " + describe(login)));
+            });
+          } else {
+            answer(c, std::move(status));
+          }
+          untrack(c->context);  // last: shutdown() may return, and the executor go, after this
+        });
 }
 
 void etcd_client::txn(pb::TxnRequest request, reply_handler<pb::TxnResponse> done) {
@@ -226,10 +296,17 @@ void etcd_client::remove(pb::DeleteRangeRequest request,
 
 template <class Call>
 grpc::Status etcd_client::blocking(std::chrono::nanoseconds timeout, Call call) {
-  auto context = new_context(timeout);
-  if (!track(context)) return {grpc::StatusCode::CANCELLED, "the provider is shutting down"};
-  grpc::Status status = call(context.get());
-  untrack(context);
+  grpc::Status status;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto context = new_context(timeout);
+    if (!track(context)) return {grpc::StatusCode::CANCELLED, "the provider is shutting down"};
+    status = call(context.get());
+    untrack(context);
+    if (attempt > 0 || !is_stale_token(status) || user_.empty()) break;
+    if (std::string failure = authenticate(timeout); !failure.empty()) {
+      return {grpc::StatusCode::UNAUTHENTICATED, "the auth token expired and " + failure};
+    }
+  }
   return status;
 }
 
@@ -239,6 +316,20 @@ grpc::Status etcd_client::remove_now(const std::string& key, std::chrono::nanose
   pb::DeleteRangeResponse response;
   return blocking(timeout, [&](grpc::ClientContext* context) {
     return kv_->DeleteRange(context, request, &response);
+  });
+}
+
+grpc::Status etcd_client::txn_now(const pb::TxnRequest& request, pb::TxnResponse& response,
+                                  std::chrono::nanoseconds timeout) {
+  return blocking(timeout, [&](grpc::ClientContext* context) {
+    return kv_->Txn(context, request, &response);
+  });
+}
+
+grpc::Status etcd_client::range_now(const pb::RangeRequest& request, pb::RangeResponse& response,
+                                    std::chrono::nanoseconds timeout) {
+  return blocking(timeout, [&](grpc::ClientContext* context) {
+    return kv_->Range(context, request, &response);
   });
 }
 
@@ -291,6 +382,15 @@ std::string prefix_end(const std::string& prefix) {
     end.pop_back();
   }
   return std::string(1, '\0');  // every key
+}
+
+bool is_stale_token(const std::string& message) {
+  return message.find("invalid auth token") != std::string::npos ||
+         message.find("revision of auth store is old") != std::string::npos;
+}
+
+bool is_stale_token(const grpc::Status& status) {
+  return !status.ok() && is_stale_token(status.error_message());
 }
 
 bool is_transient(const grpc::Status& status) {

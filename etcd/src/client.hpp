@@ -44,6 +44,14 @@ class etcd_client {
   /// Returns an empty string on success, else what failed.
   std::string authenticate(std::chrono::nanoseconds timeout);
 
+  /// Why the channel cannot connect (gRPC's last error: refused, TLS handshake failed and
+  /// OpenSSL's reason), found by a call that does not wait for a connection; empty if it can.
+  /// Blocks up to a second. A call that waits for a connection only says "Deadline Exceeded".
+  std::string connection_failure();
+
+  // etcd forgets a token unused for --auth-token-ttl (simple tokens, 5 min by default) and
+  // answers "invalid auth token": every unary call then logs in again once and is sent again.
+
   /// Each answers on the executor, exactly once (a cancelled or timed-out call with its status).
   void txn(pb::TxnRequest request, reply_handler<pb::TxnResponse> done);
   void range(pb::RangeRequest request, reply_handler<pb::RangeResponse> done);
@@ -55,6 +63,11 @@ class etcd_client {
 
   /// Deletes `key` on the calling thread (a blocking call), waiting up to `timeout`.
   grpc::Status remove_now(const std::string& key, std::chrono::nanoseconds timeout);
+  /// A Txn and a Range on the calling thread (blocking calls), waiting up to `timeout`.
+  grpc::Status txn_now(const pb::TxnRequest& request, pb::TxnResponse& response,
+                       std::chrono::nanoseconds timeout);
+  grpc::Status range_now(const pb::RangeRequest& request, pb::RangeResponse& response,
+                         std::chrono::nanoseconds timeout);
   /// Revokes lease `lease_id` on the calling thread (a blocking call), waiting up to `timeout`.
   grpc::Status revoke_now(std::int64_t lease_id, std::chrono::nanoseconds timeout);
 
@@ -73,18 +86,35 @@ class etcd_client {
   void shutdown(std::chrono::nanoseconds grace = std::chrono::nanoseconds::zero());
 
  private:
+  template <class Request, class Response>
+  struct unary_call {
+    std::shared_ptr<grpc::ClientContext> context;
+    Request request;
+    Response response;
+    reply_handler<Response> done;
+    bool logged_in_again = false;
+  };
+
   /// Runs the blocking `call(context)` with a tracked context (token, deadline `timeout`).
   template <class Call>
   grpc::Status blocking(std::chrono::nanoseconds timeout, Call call);
   template <class Request, class Response, class Start>
   void unary(Request request, std::chrono::nanoseconds timeout, Start start,
              reply_handler<Response> done);
-  std::shared_ptr<grpc::ClientContext> new_context(std::chrono::nanoseconds timeout);
+  template <class Request, class Response, class Start>
+  void send(std::shared_ptr<unary_call<Request, Response>> c, std::chrono::nanoseconds timeout,
+            Start start);
+  /// Authenticates again without blocking; `done` hears the status, on a gRPC thread.
+  void log_in_again(std::chrono::nanoseconds timeout,
+                    dlock::detail::unique_function<void(grpc::Status)> done);
+  std::shared_ptr<grpc::ClientContext> new_context(std::chrono::nanoseconds timeout,
+                                                   bool with_token = true);
   bool track(const std::shared_ptr<grpc::ClientContext>& context, bool stream = false);
   void untrack(const std::shared_ptr<grpc::ClientContext>& context);
 
   boost::asio::any_io_executor executor_;
   std::chrono::nanoseconds call_timeout_;
+  tls_options tls_;
   std::string user_;
   std::string password_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -107,6 +137,11 @@ class etcd_client {
 
 /// The key just past every key that begins with `prefix` (etcd's range_end for a prefix).
 std::string prefix_end(const std::string& prefix);
+
+/// Whether etcd refused the call's auth token (expired, or older than the auth store): the
+/// client must authenticate again.
+bool is_stale_token(const grpc::Status& status);
+bool is_stale_token(const std::string& message);
 
 /// Whether a failed call may succeed when simply sent again (connection broken, member
 /// without leader, deadline passed).

@@ -57,6 +57,11 @@ class etcd_lease final : public dlock::lease {
   /// lease was lost already).
   void release() override;
 
+  /// The granted key and the provider's lease it is attached to (an election's proclaim
+  /// writes the key again under the same lease).
+  const std::string& key() const noexcept { return held_->key(); }
+  std::int64_t lease_id() const noexcept { return held_->lease_id(); }
+
  private:
   std::shared_ptr<etcd_backend> backend_;
   std::shared_ptr<held_key> held_;

@@ -71,7 +71,17 @@ void watcher::send_create(std::uint64_t id, const entry& e) {
 
 void watcher::on_response(const pb::WatchResponse& response) {
   const auto id = static_cast<std::uint64_t>(response.watch_id());
-  if (response.canceled()) return fire(id, watch_event::recheck);
+  if (response.canceled()) {
+    // A stream keeps the token it was opened with; once etcd has forgotten that token it
+    // cancels every watch created on the stream. So the stream ends here: the watches look
+    // again (a read, which logs in again) and go out on a new stream with the new token.
+    if (is_stale_token(response.cancel_reason()) && stream_) {
+      auto ended = stream_;
+      ended->cancel();
+      return on_stream_done(ended);
+    }
+    return fire(id, watch_event::recheck);
+  }
   if (response.created()) {
     auto it = watches_.find(id);
     if (it != watches_.end() && it->second.on_created) {

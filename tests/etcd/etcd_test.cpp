@@ -28,9 +28,13 @@ std::shared_ptr<dlock::etcd::provider> make_etcd(const std::string& prefix) {
 }
 
 /// `etcdctl lock <name>`: prints its key once it holds the lock, holds it until SIGINT.
+/// `etcdctl elect <name> <proposal>`: prints its key and proposal once it leads, leads until
+/// SIGINT.
 struct etcdctl_lock {
   explicit etcdctl_lock(const std::string& name)
       : process({"/usr/bin/etcdctl", "--endpoints=" + endpoints(), "lock", name}) {}
+  etcdctl_lock(const std::string& name, const std::string& proposal)
+      : process({"/usr/bin/etcdctl", "--endpoints=" + endpoints(), "elect", name, proposal}) {}
   ~etcdctl_lock() {
     process.signal(SIGINT);  // etcdctl unlocks, then exits
     (void)process.wait(10s);
@@ -115,6 +119,41 @@ TEST_CASE("dlock waits while etcdctl lock holds the lock, and takes it once etcd
   other.reset();  // SIGINT: etcdctl deletes its key
   auto held = waiting.get();
   CHECK(held);
+}
+
+TEST_CASE("etcdctl elect and dlock take part in one election: each sees the other lead, in "
+          "terms of create revisions",
+          "[etcd][interop][election]") {
+  const std::string prefix = unique_name("elect") + "/";
+  auto etcd = make_etcd(prefix);
+  auto election = etcd->create_election("primary");
+  const std::string queue = prefix + ".election/primary";
+  auto other = std::make_unique<etcdctl_lock>(queue, "from-etcdctl");
+  const auto key = other->process.read_line(10s);
+  REQUIRE(key);
+  CHECK(other->process.read_line(10s) == "from-etcdctl");
+  const auto leader = election.leader();
+  REQUIRE(leader);
+  CHECK(leader->value == "from-etcdctl");
+  const std::string fields = support::etcdctl(endpoints(), {"get", *key, "-w", "fields"});
+  const std::size_t created = fields.find("\"CreateRevision\" : ");
+  REQUIRE(created != std::string::npos);
+  CHECK(leader->term == std::stoull(fields.substr(created + 19)));
+  CHECK_FALSE(election.try_campaign("from-dlock"));
+  auto campaign = election.with_value("from-dlock").async_campaign(20s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return support::etcd_keys(endpoints(), queue + "/").size() == 2; }));
+  other.reset();  // SIGINT: etcdctl resigns
+  auto leading = campaign.get();
+  CHECK(leading.term() > leader->term);
+  // What concurrency.Election reads as the leader (the oldest key), as etcdctl elect -l does.
+  const auto observed = [&] {
+    return support::etcdctl(endpoints(), {"get", "--prefix", queue + "/", "--sort-by=CREATE",
+                                          "--order=ASCEND", "--limit=1", "--print-value-only"});
+  };
+  CHECK(observed() == "from-dlock\n");
+  leading.proclaim("proclaimed");
+  CHECK(observed() == "proclaimed\n");
+  CHECK(election.leader() == dlock::leader_info{"proclaimed", leading.term()});
 }
 
 TEST_CASE("revoking the provider's lease marks its locks lost, and the next acquire gets a new "

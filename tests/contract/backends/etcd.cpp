@@ -42,6 +42,11 @@ class etcd_fixture final : public backend_fixture {
     }
   }
 
+  // Deletes every candidate's key, the leader's first: its watch marks the lead lost.
+  void break_election(const std::string& name) override {
+    support::etcdctl(endpoints_, {"del", "--prefix", election_queue_of(name)});
+  }
+
   // Every key queued under the name's queues (lock, reader-writer lock, semaphore, upgrade gate).
   std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
     std::vector<std::string> footprint;
@@ -72,12 +77,18 @@ class etcd_fixture final : public backend_fixture {
   std::unique_ptr<dlock::etcd::provider> names_;  // made on first use: maps names to keys
 
   // docs/etcd.md's layout: <prefix><kind segment><escaped name>/.
-  std::vector<std::string> queues_of(const std::string& name) {
+  std::string escaped_name(const std::string& name) {
     if (!names_) {
       names_ = std::make_unique<dlock::etcd::provider>(
           dlock::etcd::options{.endpoints = endpoints_, .prefix = prefix_});
     }
-    const std::string escaped = names_->lock_key_prefix(name).substr(prefix_.size());
+    return names_->lock_key_prefix(name).substr(prefix_.size());
+  }
+  std::string election_queue_of(const std::string& name) {
+    return prefix_ + ".election/" + escaped_name(name);
+  }
+  std::vector<std::string> queues_of(const std::string& name) {
+    const std::string escaped = escaped_name(name);
     return {prefix_ + escaped, prefix_ + ".rw/" + escaped, prefix_ + ".semaphore/" + escaped,
             prefix_ + ".upgrade-gate/" + escaped};
   }
