@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "backend.hpp"
+#include "election_key.hpp"
 #include "failure.hpp"
 #include "lock_timeout.hpp"
 #include "semaphore_keys.hpp"
@@ -21,16 +22,14 @@ bool is_semaphore(const acquire_request& request) {
 }
 
 // A lock and a reader-writer lock of a name share its key (as in .NET's DistributedLock);
-// a semaphore's slots and the upgrade gate have keys of their own.
+// a semaphore's slots, the upgrade gate and the election have keys of their own.
 advisory_key key_of(const acquire_request& request) {
   switch (request.kind) {
     case primitive::semaphore: return semaphore_base(request.name);
     case primitive::upgrade_gate: return upgrade_gate_key(request.name);
     case primitive::lock:
     case primitive::reader_writer_lock: break;
-    case primitive::election:
-      // PostgreSQL has no election board yet, so no election lock is ever asked for.
-      throw std::logic_error("dlock: postgres: no election locks");
+    case primitive::election: return election_key(request.name);
   }
   return advisory_key::from_name(request.name);
 }

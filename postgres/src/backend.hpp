@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,10 @@ class postgres_backend final : public dlock::backend,
   /// Not connected while the server leaves the keepalive unanswered (health.hpp).
   provider_health health() const override;
 
+  /// The board of dlock_leaders (election_board.cpp), one per provider; nullptr without a
+  /// fencing sequence (terms are its tokens).
+  std::shared_ptr<election_board> elections() override;
+
   /// Makes the session pool and starts its keepalive; called once the backend is owned by a
   /// shared_ptr. Connects nothing yet.
   void start() override;
@@ -62,6 +67,8 @@ class postgres_backend final : public dlock::backend,
   notify_waiters waiters_;
   std::shared_ptr<session_pool> pool_;
   std::shared_ptr<session_keepalive<session_pool>> keepalive_;
+  std::mutex board_mutex_;
+  std::shared_ptr<election_board> board_;  // made on first use
 };
 
 /// A grant on one session, given back with its unlock statement.

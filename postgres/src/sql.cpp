@@ -23,15 +23,6 @@ std::string slot_array(const advisory_key& base, std::uint32_t count) {
   return array + "]::bigint[]";
 }
 
-// pg_locks columns of a key: a bigint is classid (high 32), objid (low 32), objsubid 1; a pair
-// is classid (first), objid (second), objsubid 2.
-std::string pg_locks_match(const advisory_key& key) {
-  const auto bits = static_cast<std::uint64_t>(key.key());
-  return "classid::bigint = " + std::to_string(bits >> 32) +
-         " AND objid::bigint = " + std::to_string(bits & 0xffffffffu) +
-         " AND objsubid = " + (key.is_pair() ? "2" : "1");
-}
-
 // A scalar subquery: the max_count of another marker of the semaphore `name` held by anyone
 // (objid = max_count * 256 + 1), NULL when there is none.
 std::string other_max_count_sql(const std::string& name, std::uint32_t max_count) {
@@ -63,6 +54,15 @@ std::string semaphore_attempt_sql(const acquire_request& request, const advisory
 }
 
 }  // namespace
+
+// A bigint is classid (high 32), objid (low 32), objsubid 1; a pair is classid (first),
+// objid (second), objsubid 2.
+std::string pg_locks_match(const advisory_key& key) {
+  const auto bits = static_cast<std::uint64_t>(key.key());
+  return "classid::bigint = " + std::to_string(bits >> 32) +
+         " AND objid::bigint = " + std::to_string(bits & 0xffffffffu) +
+         " AND objsubid = " + (key.is_pair() ? "2" : "1");
+}
 
 std::string attempt_sql(const acquire_request& request, const advisory_key& key,
                         const std::string& token) {

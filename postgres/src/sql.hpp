@@ -34,6 +34,9 @@ std::string unlock_sql(const acquire_request& request, const advisory_key& key,
 /// Unlocks `key` if this session holds it: for a grant that raced a timeout or a cancel.
 std::string unlock_if_held_sql(const acquire_request& request, const advisory_key& key);
 
+/// The pg_locks condition (classid, objid, objsubid) of the advisory key `key`.
+std::string pg_locks_match(const advisory_key& key);
+
 std::string listen_sql(const std::string& channel);
 std::string unlisten_sql(const std::string& channel);
 
