@@ -34,6 +34,10 @@ advisory_key key_of(const acquire_request& request) {
   return advisory_key::from_name(request.name);
 }
 
+std::string joined(std::string statement, const std::string& then) {
+  return then.empty() ? statement : statement + "; " + then;
+}
+
 }  // namespace
 
 pg_acquire::pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_request request,
@@ -51,13 +55,18 @@ void pg_acquire::start() {
   session_ = backend_->sessions().session_for_attempt(resource_);
   session_->attempting.insert(resource_);
   session_->connection->execute(
-      attempt_sql(request_, key_, backend_->token_expression()),
+      recorded(attempt_sql(request_, key_, backend_->token_expression())),
       [self = shared_from_this()](query_result r) {
         // Answered: from here the grant (if any) is in the books, or the session is free of it.
         auto& attempting = self->session_->attempting;
         attempting.erase(attempting.find(self->resource_));
         self->attempted(std::move(r), false);
       });
+}
+
+// The statement, then the record of the grant it makes (sql.hpp), in one transaction.
+std::string pg_acquire::recorded(std::string statement) const {
+  return joined(std::move(statement), record_grant_sql(request_, key_, backend_->owners()));
 }
 
 void pg_acquire::cancel() noexcept {
@@ -109,8 +118,11 @@ void pg_acquire::attempted(query_result r, bool on_own_session) {
 }
 
 void pg_acquire::grant(const std::string& slot, std::uint64_t token) {
-  auto granted =
-      std::make_unique<pg_lease>(backend_, session_, unlock_sql(request_, key_, slot), token);
+  auto granted = std::make_unique<pg_lease>(
+      backend_, session_,
+      joined(unlock_sql(request_, key_, slot),
+             forget_grant_sql(request_, key_, slot, backend_->owners())),
+      token);
   granted->attach(backend_->sessions().add_grant(*session_, {resource_, granted->lost_signal()}));
   if (own_session_) backend_->sessions().unreserve(session_);
   complete(nullptr, std::move(granted));
@@ -122,8 +134,13 @@ void pg_acquire::wait_for_lock() {
   session_ = backend_->sessions().session_for_wait();
   own_session_ = true;
   phase_ = phase::waiting;
+  // On its own, so that the waiter's row is seen while it waits; its failure (the table
+  // cannot be written) only leaves the waiter's owner unseen.
+  if (auto waiting = record_waiting_sql(request_, key_, backend_->owners()); !waiting.empty()) {
+    session_->connection->execute(std::move(waiting), [](query_result) {});
+  }
   session_->connection->execute(
-      wait_sql(request_, key_, lock_timeout_ms(), backend_->token_expression()),
+      recorded(wait_sql(request_, key_, lock_timeout_ms(), backend_->token_expression())),
       [self = shared_from_this()](query_result r) { self->waited(std::move(r)); });
 }
 
@@ -171,7 +188,9 @@ void pg_acquire::waited(query_result r) {
 void pg_acquire::release_granted_in_race() {
   phase_ = phase::cleaning;  // a stop request must not cancel this statement
   session_->connection->execute(
-      unlock_if_held_sql(request_, key_), [self = shared_from_this()](query_result r) {
+      joined(unlock_if_held_sql(request_, key_),
+             forget_grant_sql(request_, key_, "0", backend_->owners())),
+      [self = shared_from_this()](query_result r) {
         if (r.ok()) {
           self->backend_->sessions().unreserve(self->session_);
         } else {
@@ -190,7 +209,8 @@ void pg_acquire::listen() {
   phase_ = phase::attempting;
   backend_->waiters().add(channel_, weak_from_this());
   session_->connection->execute(
-      listen_sql(channel_) + "; " + attempt_sql(request_, key_, backend_->token_expression()),
+      listen_sql(channel_) + "; " +
+          recorded(attempt_sql(request_, key_, backend_->token_expression())),
       [self = shared_from_this()](query_result r) { self->attempted(std::move(r), true); });
 }
 
@@ -207,7 +227,7 @@ void pg_acquire::attempt_again() {
   retry_timer_.cancel();
   phase_ = phase::attempting;
   session_->connection->execute(
-      attempt_sql(request_, key_, backend_->token_expression()),
+      recorded(attempt_sql(request_, key_, backend_->token_expression())),
       [self = shared_from_this()](query_result r) { self->attempted(std::move(r), true); });
 }
 

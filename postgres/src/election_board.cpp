@@ -10,6 +10,7 @@
 #include "backend.hpp"
 #include "board_connection.hpp"
 #include "election_key.hpp"
+#include "fencing.hpp"
 #include "sql.hpp"
 
 namespace dlock::postgres::detail {
@@ -17,12 +18,6 @@ namespace dlock::postgres::detail {
 namespace {
 
 constexpr Oid bytea = 17, bigint = 20, integer = 23;
-
-// The leaders' table beside the fencing sequence, in its schema if it names one.
-std::string leaders_table(const std::string& fencing_sequence) {
-  const auto dot = fencing_sequence.rfind('.');
-  return (dot == std::string::npos ? "" : fencing_sequence.substr(0, dot + 1)) + "dlock_leaders";
-}
 
 // The session `pid` holds the election's advisory lock (the key is an integer literal).
 std::string held_by(const std::string& pid, const std::string& election) {
@@ -112,7 +107,7 @@ std::shared_ptr<election_board> postgres_backend::elections() {
   std::lock_guard lock(board_mutex_);
   if (!board_) {
     board_ = std::make_shared<pg_election_board>(*this,
-                                                 leaders_table(options_.fencing_sequence));
+                                                 beside_fencing_sequence(options_.fencing_sequence, "dlock_leaders"));
   }
   return board_;
 }

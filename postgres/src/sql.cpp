@@ -96,6 +96,99 @@ std::string unlock_if_held_sql(const acquire_request& request, const advisory_ke
          pg_locks_match(key);
 }
 
+namespace {
+
+bool recorded(const acquire_request& request, const owner_records& records) {
+  return !records.table.empty() && request.kind != primitive::upgrade_gate && request.kind != primitive::election;
+}
+
+std::string kind_word(const acquire_request& request) {
+  switch (request.kind) {
+    case primitive::semaphore: return "semaphore slot";
+    case primitive::reader_writer_lock:
+      return request.mode == lock_mode::shared ? "read" : "write";
+    default: return "exclusive";
+  }
+}
+
+// Names and owners go out hex-encoded: any bytes, and nothing to escape.
+std::string bytes_literal(const std::string& bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : bytes) {
+    hex += digits[c >> 4];
+    hex += digits[c & 15];
+  }
+  return "decode('" + hex + "', 'hex')";
+}
+
+// The columns (classid, objid, objsubid) of a key, as pg_locks shows it.
+std::string key_columns(const advisory_key& key) {
+  const auto bits = static_cast<std::uint64_t>(key.key());
+  return std::to_string(bits >> 32) + ", " + std::to_string(bits & 0xffffffffu) + ", " +
+         (key.is_pair() ? "2" : "1");
+}
+
+// This session's granted pg_locks rows of the request's key (a semaphore: of its slots).
+std::string own_rows_of(const acquire_request& request, const advisory_key& key) {
+  const std::string rows = " FROM pg_locks AS l WHERE l.locktype = 'advisory' AND l.granted AND "
+                           "l.pid = pg_backend_pid() AND ";
+  if (request.kind == primitive::semaphore) {
+    return rows + "l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = ANY(" +
+           slot_array(key, request.max_count) + ")";
+  }
+  std::string match = pg_locks_match(key);
+  for (const char* column : {"classid", "objid", "objsubid"}) {
+    match.replace(match.find(column), 0, "l.");
+  }
+  return rows + match;
+}
+
+const char* const upsert_owner =
+    " ON CONFLICT (classid, objid, objsubid, pid) DO UPDATE SET name = excluded.name, kind = "
+    "excluded.kind, token = excluded.token, since = excluded.since, owner = excluded.owner";
+
+}  // namespace
+
+std::string create_owners_table_sql(const std::string& table) {
+  return "CREATE TABLE IF NOT EXISTS " + table +
+         " (classid bigint NOT NULL, objid bigint NOT NULL, objsubid integer NOT NULL, pid "
+         "integer NOT NULL, name bytea NOT NULL, kind text NOT NULL, token bigint, since "
+         "timestamptz NOT NULL, owner bytea NOT NULL, PRIMARY KEY (classid, objid, objsubid, "
+         "pid))";
+}
+
+std::string record_grant_sql(const acquire_request& request, const advisory_key& key,
+                             const owner_records& records) {
+  if (!recorded(request, records)) return {};
+  return "INSERT INTO " + records.table +
+         " (classid, objid, objsubid, pid, name, kind, token, since, owner) SELECT "
+         "l.classid::bigint, l.objid::bigint, l.objsubid, l.pid, " + bytes_literal(request.name) +
+         ", '" + kind_word(request) + "', " + records.token + ", clock_timestamp(), " +
+         bytes_literal(request.owner) + own_rows_of(request, key) + upsert_owner;
+}
+
+std::string record_waiting_sql(const acquire_request& request, const advisory_key& key,
+                               const owner_records& records) {
+  if (!recorded(request, records)) return {};
+  return "INSERT INTO " + records.table +
+         " (classid, objid, objsubid, pid, name, kind, token, since, owner) VALUES (" +
+         key_columns(key) + ", pg_backend_pid(), " + bytes_literal(request.name) + ", '" +
+         kind_word(request) + "', NULL, clock_timestamp(), " + bytes_literal(request.owner) +
+         ")" + upsert_owner;
+}
+
+std::string forget_grant_sql(const acquire_request& request, const advisory_key& key,
+                             const std::string& slot, const owner_records& records) {
+  if (!recorded(request, records)) return {};
+  const std::string of_key =
+      request.kind == primitive::semaphore
+          ? "classid = ((" + slot + ")::bigint >> 32) AND objid = ((" + slot +
+                ")::bigint & 4294967295) AND objsubid = 1"
+          : pg_locks_match(key);
+  return "DELETE FROM " + records.table + " WHERE pid = pg_backend_pid() AND " + of_key;
+}
+
 std::string listen_sql(const std::string& channel) { return "LISTEN \"" + channel + "\""; }
 
 std::string unlisten_sql(const std::string& channel) { return "UNLISTEN \"" + channel + "\""; }

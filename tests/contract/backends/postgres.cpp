@@ -105,6 +105,8 @@ class postgres_fixture final : public backend_fixture {
     return kind != dlock::primitive::semaphore;
   }
 
+  bool inspects() const override { return true; }
+
   void acquire_from_unreachable_endpoint() override {
     auto pg = std::make_shared<dlock::postgres::provider>(dlock::postgres::options{
         .connection_string = "postgres://dlock:secret@" + unreachable_endpoint() + "/dlock_test",
