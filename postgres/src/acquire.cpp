@@ -69,6 +69,15 @@ std::string pg_acquire::recorded(std::string statement) const {
   return joined(std::move(statement), record_grant_sql(request_, key_, backend_->owners()));
 }
 
+// A statement that failed after its lock was taken (the fencing sequence or the owners' table
+// missing or not granted) leaves the session-level lock held: ending the session frees it.
+// Other grants on a shared session go with it (marked lost), as with any broken session.
+void pg_acquire::give_up_failed_statement(const query_result& r) {
+  if (r.connection_broken || r.sqlstate == "40P01") return;  // a deadlock took nothing
+  session_->connection->abandon("a lock statement failed (" + r.message +
+                                "): the session may hold what it took");
+}
+
 void pg_acquire::cancel() noexcept {
   try {
     boost::asio::post(backend_->executor(), [self = shared_from_this()] { self->stop(); });
@@ -85,6 +94,7 @@ void pg_acquire::notified() {
 void pg_acquire::attempted(query_result r, bool on_own_session) {
   if (!r.ok()) {
     if (on_own_session) stop_listening();
+    give_up_failed_statement(r);
     complete(acquire_failure(*backend_, r, request_.name), nullptr);
     return;
   }
@@ -180,6 +190,7 @@ void pg_acquire::waited(query_result r) {
   // Broken while waiting, or at the deadline with no answer: the server could not be heard,
   // which is a connection_error, never "not obtained".
   backend_->sessions().unreserve(session_);
+  give_up_failed_statement(r);
   complete(acquire_failure(*backend_, r, request_.name), nullptr);
 }
 
