@@ -9,6 +9,7 @@ namespace dlock::postgres::detail {
 namespace {
 
 query_result broken(std::string why) {
+  while (!why.empty() && (why.back() == '\n' || why.back() == ' ')) why.pop_back();
   query_result r;
   r.connection_broken = true;
   r.message = std::move(why);
@@ -54,8 +55,8 @@ bool board_connection::connect(std::chrono::steady_clock::time_point deadline, s
   while (status != PGRES_POLLING_OK) {
     if (status == PGRES_POLLING_FAILED || PQstatus(conn_) == CONNECTION_BAD ||
         !wait_socket(status == PGRES_POLLING_WRITING, deadline)) {
-      why = status == PGRES_POLLING_FAILED ? PQerrorMessage(conn_)
-                                            : "no connection to " + endpoint_ + " in time";
+      const bool refused = status == PGRES_POLLING_FAILED || PQstatus(conn_) == CONNECTION_BAD;
+      why = refused ? PQerrorMessage(conn_) : "no connection to " + endpoint_ + " in time";
       drop();
       return false;
     }
@@ -66,7 +67,7 @@ bool board_connection::connect(std::chrono::steady_clock::time_point deadline, s
     query_result r = send(first_sql_, {}, deadline);
     // 42P07/23505: another client created it at the same moment.
     if (!r.ok() && r.sqlstate != "42P07" && r.sqlstate != "23505") {
-      why = r.message;
+      why = "cannot create the table it needs (" + r.message + ")";
       drop();
       return false;
     }

@@ -31,7 +31,8 @@ class pg_election_board final : public election_board {
   pg_election_board(const postgres_backend& backend, std::string table)
       : prefix_(backend.message("")), table_(std::move(table)),
         connection_(backend.settings(), backend.endpoint(),
-                    "CREATE TABLE IF NOT EXISTS " + table_ +
+                    // Unlogged, as the owners' table: a crash ends every lead with its session.
+                    "CREATE UNLOGGED TABLE IF NOT EXISTS " + table_ +
                         " (election bytea PRIMARY KEY, term bigint NOT NULL, value bytea NOT "
                         "NULL, pid integer NOT NULL)") {}
 

@@ -151,7 +151,9 @@ const char* const upsert_owner =
 }  // namespace
 
 std::string create_owners_table_sql(const std::string& table) {
-  return "CREATE TABLE IF NOT EXISTS " + table +
+  // Unlogged: no WAL to flush at each grant's commit, and emptied by a crash, which ends every
+  // session and so every grant its rows stood for.
+  return "CREATE UNLOGGED TABLE IF NOT EXISTS " + table +
          " (classid bigint NOT NULL, objid bigint NOT NULL, objsubid integer NOT NULL, pid "
          "integer NOT NULL, name bytea NOT NULL, kind text NOT NULL, token bigint, since "
          "timestamptz NOT NULL, owner bytea NOT NULL, PRIMARY KEY (classid, objid, objsubid, "
