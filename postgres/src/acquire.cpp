@@ -64,9 +64,9 @@ void pg_acquire::start() {
       });
 }
 
-// The statement, then the record of the grant it makes (sql.hpp), in one transaction.
+// The statement that also records the grant it makes (sql.hpp), in one transaction.
 std::string pg_acquire::recorded(std::string statement) const {
-  return joined(std::move(statement), record_grant_sql(request_, key_, backend_->owners()));
+  return record_grant_sql(statement, request_, key_, backend_->owners());
 }
 
 // A statement that failed after its lock was taken (the fencing sequence or the owners' table

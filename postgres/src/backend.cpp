@@ -32,7 +32,7 @@ postgres_backend::postgres_backend(options opts)
   validate_fencing_sequence(options_.fencing_sequence);
   token_expression_ = fencing_token_expression(options_.fencing_sequence);
   validate_owners_table(options_.owners_table);
-  owners_ = {options_.owners_table, current_token_expression(options_.fencing_sequence)};
+  owners_ = {options_.owners_table};
   const auto lease = server_lease::from(options_);
   session_setup_ = {lease.sql(), lease.optional_sql()};
 }

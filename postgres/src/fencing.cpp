@@ -41,10 +41,6 @@ std::string beside_fencing_sequence(const std::string& sequence, const std::stri
   return (dot == std::string::npos ? "" : sequence.substr(0, dot + 1)) + table;
 }
 
-std::string current_token_expression(const std::string& sequence) {
-  return sequence.empty() ? "0" : "currval('" + sequence + "')";
-}
-
 std::string create_fencing_sequence_sql(const std::string& sequence) {
   return "CREATE SEQUENCE IF NOT EXISTS " + sequence;
 }

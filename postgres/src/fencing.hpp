@@ -19,9 +19,6 @@ std::string fencing_token_expression(const std::string& sequence);
 /// The name of the backend's table `table` beside the sequence: in its schema, if it names one.
 std::string beside_fencing_sequence(const std::string& sequence, const std::string& table);
 
-/// `currval('<sequence>')`: the token the session's last grant took, or 0 without fencing.
-std::string current_token_expression(const std::string& sequence);
-
 /// The statement a new session runs first, so that the sequence exists.
 std::string create_fencing_sequence_sql(const std::string& sequence);
 

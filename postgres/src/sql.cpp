@@ -129,21 +129,6 @@ std::string key_columns(const advisory_key& key) {
          (key.is_pair() ? "2" : "1");
 }
 
-// This session's granted pg_locks rows of the request's key (a semaphore: of its slots).
-std::string own_rows_of(const acquire_request& request, const advisory_key& key) {
-  const std::string rows = " FROM pg_locks AS l WHERE l.locktype = 'advisory' AND l.granted AND "
-                           "l.pid = pg_backend_pid() AND ";
-  if (request.kind == primitive::semaphore) {
-    return rows + "l.objsubid = 1 AND ((l.classid::bigint << 32) | l.objid::bigint) = ANY(" +
-           slot_array(key, request.max_count) + ")";
-  }
-  std::string match = pg_locks_match(key);
-  for (const char* column : {"classid", "objid", "objsubid"}) {
-    match.replace(match.find(column), 0, "l.");
-  }
-  return rows + match;
-}
-
 const char* const upsert_owner =
     " ON CONFLICT (classid, objid, objsubid, pid) DO UPDATE SET name = excluded.name, kind = "
     "excluded.kind, token = excluded.token, since = excluded.since, owner = excluded.owner";
@@ -160,14 +145,27 @@ std::string create_owners_table_sql(const std::string& table) {
          "pid))";
 }
 
-std::string record_grant_sql(const acquire_request& request, const advisory_key& key,
-                             const owner_records& records) {
-  if (!recorded(request, records)) return {};
-  return "INSERT INTO " + records.table +
-         " (classid, objid, objsubid, pid, name, kind, token, since, owner) SELECT "
-         "l.classid::bigint, l.objid::bigint, l.objsubid, l.pid, " + bytes_literal(request.name) +
-         ", '" + kind_word(request) + "', " + records.token + ", clock_timestamp(), " +
-         bytes_literal(request.owner) + own_rows_of(request, key) + upsert_owner;
+// The statement's last SELECT (its first column the slot, its second the token, NULL when
+// nothing was granted) becomes a CTE that the row's INSERT reads: the grant is recorded from its
+// own result, in its own transaction, with no scan of pg_locks.
+std::string record_grant_sql(const std::string& statement, const acquire_request& request,
+                             const advisory_key& key, const owner_records& records) {
+  if (!recorded(request, records)) return statement;
+  const auto last = statement.rfind("; ");
+  const std::string before = last == std::string::npos ? "" : statement.substr(0, last + 2);
+  const std::string select = last == std::string::npos ? statement : statement.substr(last + 2);
+  const bool semaphore = request.kind == primitive::semaphore;
+  // pg_locks shows a bigint key's halves as unsigned (oid) columns.
+  const std::string key_of_grant =
+      semaphore ? "(attempt.slot >> 32) & 4294967295, attempt.slot & 4294967295, 1"
+                : key_columns(key);
+  return before + "WITH attempt(slot, token" + (semaphore ? ", other, unmarked" : "") + ") AS (" +
+         select + "), recorded AS (INSERT INTO " + records.table +
+         " (classid, objid, objsubid, pid, name, kind, token, since, owner) SELECT " +
+         key_of_grant + ", pg_backend_pid(), " + bytes_literal(request.name) + ", '" +
+         kind_word(request) + "', attempt.token, clock_timestamp(), " +
+         bytes_literal(request.owner) + " FROM attempt WHERE attempt.token IS NOT NULL" +
+         upsert_owner + ") SELECT * FROM attempt";
 }
 
 std::string record_waiting_sql(const acquire_request& request, const advisory_key& key,
@@ -185,7 +183,7 @@ std::string forget_grant_sql(const acquire_request& request, const advisory_key&
   if (!recorded(request, records)) return {};
   const std::string of_key =
       request.kind == primitive::semaphore
-          ? "classid = ((" + slot + ")::bigint >> 32) AND objid = ((" + slot +
+          ? "classid = (((" + slot + ")::bigint >> 32) & 4294967295) AND objid = ((" + slot +
                 ")::bigint & 4294967295) AND objsubid = 1"
           : pg_locks_match(key);
   return "DELETE FROM " + records.table + " WHERE pid = pg_backend_pid() AND " + of_key;

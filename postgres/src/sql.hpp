@@ -34,21 +34,21 @@ std::string unlock_sql(const acquire_request& request, const advisory_key& key,
 /// Unlocks `key` if this session holds it: for a grant that raced a timeout or a cancel.
 std::string unlock_if_held_sql(const acquire_request& request, const advisory_key& key);
 
-/// Where the grants' owners are recorded (docs/postgres.md, "What inspect can see"): the
-/// table, and the expression of the token just taken on the session (currval, or 0).
+/// Where the grants' owners are recorded (docs/postgres.md, "What inspect can see"); an
+/// empty table: nowhere.
 struct owner_records {
   std::string table;
-  std::string token;
 };
 
 /// The table of owner rows, one per (advisory key, session pid).
 std::string create_owners_table_sql(const std::string& table);
 
-/// Appended to an attempt or a wait, in its transaction: records the grant it made on this
-/// session (nothing when it made none). Empty for the kinds that are not recorded (upgrade
-/// gates and elections, whose names are not the caller's).
-std::string record_grant_sql(const acquire_request& request, const advisory_key& key,
-                             const owner_records& records);
+/// An attempt or a wait (`statement`, whose last statement is its SELECT) that also records
+/// the grant it makes, from its result, in the same transaction. `statement` as it is for
+/// the kinds that are not recorded (upgrade gates and elections, whose names are not the
+/// caller's) or without a table.
+std::string record_grant_sql(const std::string& statement, const acquire_request& request,
+                             const advisory_key& key, const owner_records& records);
 
 /// Sent before a lock's blocking wait, on its own: the waiter's row, without a token.
 std::string record_waiting_sql(const acquire_request& request, const advisory_key& key,

@@ -39,6 +39,17 @@ TEST_CASE("each grant has a row in an unlogged owners' table the provider create
             .as<std::string>() == "u");
   held.release();
   CHECK(query.exec1("SELECT count(*) FROM " + table)[0].as<int>() == 0);
+  // Slots' keys from hashed names, of either sign (pg_locks shows their halves unsigned).
+  for (int i = 0; i < 8; ++i) {
+    auto slot = pg->create_semaphore(unique_name("owned-slot"), 2).acquire(10s);
+    CHECK(query.exec1("SELECT count(*) FROM " + table + " AS g JOIN pg_locks AS l ON "
+                      "l.locktype = 'advisory' AND l.granted AND l.pid = g.pid AND "
+                      "l.classid::bigint = g.classid AND l.objid::bigint = g.objid AND "
+                      "l.objsubid = g.objsubid")[0]
+              .as<int>() == 1);
+    slot.release();
+    CHECK(query.exec1("SELECT count(*) FROM " + table)[0].as<int>() == 0);
+  }
   query.exec("DROP TABLE " + table);
 }
 
