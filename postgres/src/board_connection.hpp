@@ -1,6 +1,6 @@
-// Private to dlock::postgres: a blocking session of its own for the election board, whose
-// calls come from callers' threads and from the provider's io thread (an async campaign's
-// proclaim), so it cannot use the io thread's pool.
+// Private to dlock::postgres: a blocking session of its own for the election board and the
+// inspector, whose calls come from callers' threads and, for the board, from the provider's io
+// thread (an async campaign's proclaim), so they cannot wait for the io thread's pool.
 #pragma once
 
 #include <chrono>
