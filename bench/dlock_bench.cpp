@@ -149,22 +149,26 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
   constexpr std::chrono::microseconds settle(5000);
   const auto handoff_samples = handoff(url, handoffs, settle);
   {
-    // The samples of the five are interleaved, so that all see the same load on the machine.
+    // The samples of the six are interleaved, so that all see the same load on the machine.
     auto fenced = dlock::make_provider(url);
     auto unfenced = dlock::make_provider(with_option(url, "fencing_sequence="));
+    auto unrecorded = dlock::make_provider(with_option(url, "owners_table="));
     auto fenced_lock = fenced->create_lock("uncontended");
     auto unfenced_lock = unfenced->create_lock("uncontended");
+    auto unrecorded_lock = unrecorded->create_lock("uncontended");
     dlock_bench::raw_libpq raw(url);
-    std::vector<double> trip, floor, fenced_floor, plain, ours;
+    std::vector<double> trip, floor, fenced_floor, plain, bare, ours;
     for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
       const double samples[] = {raw.round_trip_us(), raw.grant_and_release_us(false),
                                 raw.grant_and_release_us(true),
                                 uncontended(unfenced_lock, 1).front(),
+                                uncontended(unrecorded_lock, 1).front(),
                                 uncontended(fenced_lock, 1).front()};
       if (i < 0) continue;
       for (auto [into, sample] : {std::pair{&trip, samples[0]}, std::pair{&floor, samples[1]},
                                   std::pair{&fenced_floor, samples[2]},
-                                  std::pair{&plain, samples[3]}, std::pair{&ours, samples[4]}}) {
+                                  std::pair{&plain, samples[3]}, std::pair{&bare, samples[4]},
+                                  std::pair{&ours, samples[5]}}) {
         into->push_back(sample);
       }
     }
@@ -176,6 +180,7 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
     print_row("raw libpq try_advisory_lock + unlock (floor)", floor_summary, floor.size());
     print_row("raw floor with nextval in the grant", fenced_floor_summary, fenced_floor.size());
     print_row("dlock acquire+release, no fencing token", plain_summary, plain.size());
+    print_row("dlock acquire+release, token, no owner row", summarize(bare), bare.size());
     print_row("dlock acquire+release, with fencing token", ours_summary, ours.size());
     std::printf("%-44s median %9.2fx / %.2fx\n", "ratio to the floor (no token / token)",
                 plain_summary.median_us / floor_summary.median_us,

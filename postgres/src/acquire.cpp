@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "backend.hpp"
+#include "election_key.hpp"
 #include "failure.hpp"
 #include "lock_timeout.hpp"
 #include "semaphore_keys.hpp"
@@ -21,18 +22,20 @@ bool is_semaphore(const acquire_request& request) {
 }
 
 // A lock and a reader-writer lock of a name share its key (as in .NET's DistributedLock);
-// a semaphore's slots and the upgrade gate have keys of their own.
+// a semaphore's slots, the upgrade gate and the election have keys of their own.
 advisory_key key_of(const acquire_request& request) {
   switch (request.kind) {
     case primitive::semaphore: return semaphore_base(request.name);
     case primitive::upgrade_gate: return upgrade_gate_key(request.name);
     case primitive::lock:
     case primitive::reader_writer_lock: break;
-    case primitive::election:
-      // PostgreSQL has no election board yet, so no election lock is ever asked for.
-      throw std::logic_error("dlock: postgres: no election locks");
+    case primitive::election: return election_key(request.name);
   }
   return advisory_key::from_name(request.name);
+}
+
+std::string joined(std::string statement, const std::string& then) {
+  return then.empty() ? statement : statement + "; " + then;
 }
 
 }  // namespace
@@ -52,13 +55,27 @@ void pg_acquire::start() {
   session_ = backend_->sessions().session_for_attempt(resource_);
   session_->attempting.insert(resource_);
   session_->connection->execute(
-      attempt_sql(request_, key_, backend_->token_expression()),
+      recorded(attempt_sql(request_, key_, backend_->token_expression())),
       [self = shared_from_this()](query_result r) {
         // Answered: from here the grant (if any) is in the books, or the session is free of it.
         auto& attempting = self->session_->attempting;
         attempting.erase(attempting.find(self->resource_));
         self->attempted(std::move(r), false);
       });
+}
+
+// The statement that also records the grant it makes (sql.hpp), in one transaction.
+std::string pg_acquire::recorded(std::string statement) const {
+  return record_grant_sql(statement, request_, key_, backend_->owners());
+}
+
+// A statement that failed after its lock was taken (the fencing sequence or the owners' table
+// missing or not granted) leaves the session-level lock held: ending the session frees it.
+// Other grants on a shared session go with it (marked lost), as with any broken session.
+void pg_acquire::give_up_failed_statement(const query_result& r) {
+  if (r.connection_broken || r.sqlstate == "40P01") return;  // a deadlock took nothing
+  session_->connection->abandon("a lock statement failed (" + r.message +
+                                "): the session may hold what it took");
 }
 
 void pg_acquire::cancel() noexcept {
@@ -77,6 +94,7 @@ void pg_acquire::notified() {
 void pg_acquire::attempted(query_result r, bool on_own_session) {
   if (!r.ok()) {
     if (on_own_session) stop_listening();
+    give_up_failed_statement(r);
     complete(acquire_failure(*backend_, r, request_.name), nullptr);
     return;
   }
@@ -110,8 +128,11 @@ void pg_acquire::attempted(query_result r, bool on_own_session) {
 }
 
 void pg_acquire::grant(const std::string& slot, std::uint64_t token) {
-  auto granted =
-      std::make_unique<pg_lease>(backend_, session_, unlock_sql(request_, key_, slot), token);
+  auto granted = std::make_unique<pg_lease>(
+      backend_, session_,
+      joined(unlock_sql(request_, key_, slot),
+             forget_grant_sql(request_, key_, slot, backend_->owners())),
+      token);
   granted->attach(backend_->sessions().add_grant(*session_, {resource_, granted->lost_signal()}));
   if (own_session_) backend_->sessions().unreserve(session_);
   complete(nullptr, std::move(granted));
@@ -123,8 +144,13 @@ void pg_acquire::wait_for_lock() {
   session_ = backend_->sessions().session_for_wait();
   own_session_ = true;
   phase_ = phase::waiting;
+  // On its own, so that the waiter's row is seen while it waits; its failure (the table
+  // cannot be written) only leaves the waiter's owner unseen.
+  if (auto waiting = record_waiting_sql(request_, key_, backend_->owners()); !waiting.empty()) {
+    session_->connection->execute(std::move(waiting), [](query_result) {});
+  }
   session_->connection->execute(
-      wait_sql(request_, key_, lock_timeout_ms(), backend_->token_expression()),
+      recorded(wait_sql(request_, key_, lock_timeout_ms(), backend_->token_expression())),
       [self = shared_from_this()](query_result r) { self->waited(std::move(r)); });
 }
 
@@ -164,6 +190,7 @@ void pg_acquire::waited(query_result r) {
   // Broken while waiting, or at the deadline with no answer: the server could not be heard,
   // which is a connection_error, never "not obtained".
   backend_->sessions().unreserve(session_);
+  give_up_failed_statement(r);
   complete(acquire_failure(*backend_, r, request_.name), nullptr);
 }
 
@@ -172,7 +199,9 @@ void pg_acquire::waited(query_result r) {
 void pg_acquire::release_granted_in_race() {
   phase_ = phase::cleaning;  // a stop request must not cancel this statement
   session_->connection->execute(
-      unlock_if_held_sql(request_, key_), [self = shared_from_this()](query_result r) {
+      joined(unlock_if_held_sql(request_, key_),
+             forget_grant_sql(request_, key_, "0", backend_->owners())),
+      [self = shared_from_this()](query_result r) {
         if (r.ok()) {
           self->backend_->sessions().unreserve(self->session_);
         } else {
@@ -191,7 +220,8 @@ void pg_acquire::listen() {
   phase_ = phase::attempting;
   backend_->waiters().add(channel_, weak_from_this());
   session_->connection->execute(
-      listen_sql(channel_) + "; " + attempt_sql(request_, key_, backend_->token_expression()),
+      listen_sql(channel_) + "; " +
+          recorded(attempt_sql(request_, key_, backend_->token_expression())),
       [self = shared_from_this()](query_result r) { self->attempted(std::move(r), true); });
 }
 
@@ -208,7 +238,7 @@ void pg_acquire::attempt_again() {
   retry_timer_.cancel();
   phase_ = phase::attempting;
   session_->connection->execute(
-      attempt_sql(request_, key_, backend_->token_expression()),
+      recorded(attempt_sql(request_, key_, backend_->token_expression())),
       [self = shared_from_this()](query_result r) { self->attempted(std::move(r), true); });
 }
 

@@ -40,7 +40,9 @@ class pg_acquire final : public acquire_operation,
  private:
   enum class phase { attempting, waiting, listening, cleaning, done };
 
+  std::string recorded(std::string statement) const;
   void attempted(query_result r, bool on_own_session);
+  void give_up_failed_statement(const query_result& r);
   void grant(const std::string& slot, std::uint64_t token);
   void wait_for_lock();
   bool deadline_passed() const;

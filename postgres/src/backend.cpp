@@ -31,6 +31,8 @@ postgres_backend::postgres_backend(options opts)
   require_positive(options_.release_timeout, "release_timeout");
   validate_fencing_sequence(options_.fencing_sequence);
   token_expression_ = fencing_token_expression(options_.fencing_sequence);
+  validate_owners_table(options_.owners_table);
+  owners_ = {options_.owners_table};
   const auto lease = server_lease::from(options_);
   session_setup_ = {lease.sql(), lease.optional_sql()};
 }
@@ -98,25 +100,33 @@ std::optional<std::uint32_t> postgres_backend::current_count(const acquire_reque
   return held >= request.max_count ? 0 : request.max_count - static_cast<std::uint32_t>(held);
 }
 
-// Every new session first makes sure the fencing sequence exists, until one has.
+// Every new session first makes sure that the fencing sequence and the owners' table exist,
+// until one has. 42P07/23505: another client created it at the same moment, and committed.
 void postgres_backend::session_opened(pg_connection& connection) {
-  if (options_.fencing_sequence.empty() || fencing_sequence_created_) return;
-  connection.execute(
-      create_fencing_sequence_sql(options_.fencing_sequence),
-      [weak = weak_from_this(), sequence = options_.fencing_sequence](query_result r) {
-        auto backend = weak.lock();
-        if (!backend) return;
-        // 42P07/23505: another client created it at the same moment.
-        if (r.ok() || r.sqlstate == "42P07" || r.sqlstate == "23505") {
-          backend->fencing_sequence_created_ = true;
-        } else if (!r.connection_broken) {
-          backend->events().background_error(std::make_exception_ptr(dlock::error(
-              backend->message("cannot create the fencing sequence " + sequence + " (" +
-                               r.message +
-                               "); create it once with CREATE SEQUENCE and GRANT USAGE to "
-                               "the lock users"))));
-        }
-      });
+  auto create = [&](bool postgres_backend::*created, std::string sql, std::string what) {
+    if (this->*created) return;
+    connection.execute(std::move(sql), [weak = weak_from_this(), created,
+                                        what = std::move(what)](query_result r) {
+      auto backend = weak.lock();
+      if (!backend) return;
+      if (r.ok() || r.sqlstate == "42P07" || r.sqlstate == "23505") {
+        (*backend).*created = true;
+      } else if (!r.connection_broken) {
+        backend->events().background_error(std::make_exception_ptr(dlock::error(
+            backend->message("cannot create " + what + " (" + r.message + "); create it once "
+                             "as docs/postgres.md shows and grant it to the lock users"))));
+      }
+    });
+  };
+  if (!options_.fencing_sequence.empty()) {
+    create(&postgres_backend::fencing_sequence_created_,
+           create_fencing_sequence_sql(options_.fencing_sequence),
+           "the fencing sequence " + options_.fencing_sequence);
+  }
+  if (!owners_.table.empty()) {
+    create(&postgres_backend::owners_table_created_, create_owners_table_sql(owners_.table),
+           "the owners' table " + owners_.table);
+  }
 }
 
 }  // namespace dlock::postgres::detail

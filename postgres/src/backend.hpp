@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,8 +17,10 @@
 #include <dlock/core/backend/session_keepalive.hpp>
 #include <dlock/postgres/options.hpp>
 
+#include "board_connection.hpp"
 #include "notify_waiters.hpp"
 #include "session_pool.hpp"
+#include "sql.hpp"
 
 namespace dlock::postgres::detail {
 
@@ -38,6 +41,15 @@ class postgres_backend final : public dlock::backend,
   /// Not connected while the server leaves the keepalive unanswered (health.hpp).
   provider_health health() const override;
 
+  /// The board of dlock_leaders (election_board.cpp), one per provider; nullptr without a
+  /// fencing sequence (terms are its tokens).
+  std::shared_ptr<election_board> elections() override;
+
+  // inspector.cpp: pg_locks and the owners' table, on a session of their own.
+  lock_inspection inspect(const std::string& name) override;
+  std::vector<lock_inspection> list_locks(const std::string& prefix) override;
+  void break_lock(const std::string& name) override;
+
   /// Makes the session pool and starts its keepalive; called once the backend is owned by a
   /// shared_ptr. Connects nothing yet.
   void start() override;
@@ -47,21 +59,33 @@ class postgres_backend final : public dlock::backend,
   /// `nextval('seq')`, or `0` without fencing.
   const std::string& token_expression() const noexcept { return token_expression_; }
 
+  /// Where grants record their owners (sql.hpp).
+  const owner_records& owners() const noexcept { return owners_; }
+
   // io thread only:
   session_pool& sessions() noexcept { return *pool_; }
   notify_waiters& waiters() noexcept { return waiters_; }
 
  private:
   void session_opened(pg_connection& connection);
+  board_connection& inspector_connection();
+  query_result inspector_query(const std::string& sql, const std::string& bytes,
+                               const std::string& what);
+  void forget_ended(const std::string& which, const std::string& bytes);
 
   options options_;
   std::string endpoint_;
   std::string token_expression_;
+  owner_records owners_;
   session_setup session_setup_;  // the server_lease's settings
   bool fencing_sequence_created_ = false;
+  bool owners_table_created_ = false;
   notify_waiters waiters_;
   std::shared_ptr<session_pool> pool_;
   std::shared_ptr<session_keepalive<session_pool>> keepalive_;
+  std::mutex board_mutex_;
+  std::shared_ptr<election_board> board_;  // made on first use
+  std::unique_ptr<board_connection> inspector_connection_;  // made on first use
 };
 
 /// A grant on one session, given back with its unlock statement.

@@ -70,6 +70,7 @@ void pg_connection::poll_connect(PostgresPollingStatusType status) {
       connect_timer_.cancel();
       PQsetnonblocking(conn_, 1);
       state_ = state::ready;
+      backend_pid_ = PQbackendPID(conn_);
       socket_.emplace(executor_, PQsocket(conn_));
       arm_read();
       send_next();

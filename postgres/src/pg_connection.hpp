@@ -79,6 +79,8 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   bool broken() const noexcept { return state_ == state::broken || state_ == state::closed; }
   bool busy() const noexcept { return running_.has_value() || !queue_.empty(); }
   const std::string& endpoint() const noexcept { return endpoint_; }
+  /// The server process of this session (pg_locks.pid), 0 until connected. Any thread.
+  int backend_pid() const noexcept { return backend_pid_.load(); }
 
  private:
   enum class state { idle, connecting, ready, broken, closed };
@@ -112,6 +114,7 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   std::deque<statement> queue_;
   std::optional<statement> running_;
   query_result collected_;
+  std::atomic<int> backend_pid_{0};
   // Set while a PQcancel thread runs; shared with it, since it may outlive the connection.
   std::shared_ptr<std::atomic<bool>> cancelling_ = std::make_shared<std::atomic<bool>>(false);
 };

@@ -23,15 +23,6 @@ std::string slot_array(const advisory_key& base, std::uint32_t count) {
   return array + "]::bigint[]";
 }
 
-// pg_locks columns of a key: a bigint is classid (high 32), objid (low 32), objsubid 1; a pair
-// is classid (first), objid (second), objsubid 2.
-std::string pg_locks_match(const advisory_key& key) {
-  const auto bits = static_cast<std::uint64_t>(key.key());
-  return "classid::bigint = " + std::to_string(bits >> 32) +
-         " AND objid::bigint = " + std::to_string(bits & 0xffffffffu) +
-         " AND objsubid = " + (key.is_pair() ? "2" : "1");
-}
-
 // A scalar subquery: the max_count of another marker of the semaphore `name` held by anyone
 // (objid = max_count * 256 + 1), NULL when there is none.
 std::string other_max_count_sql(const std::string& name, std::uint32_t max_count) {
@@ -64,6 +55,15 @@ std::string semaphore_attempt_sql(const acquire_request& request, const advisory
 
 }  // namespace
 
+// A bigint is classid (high 32), objid (low 32), objsubid 1; a pair is classid (first),
+// objid (second), objsubid 2.
+std::string pg_locks_match(const advisory_key& key) {
+  const auto bits = static_cast<std::uint64_t>(key.key());
+  return "classid::bigint = " + std::to_string(bits >> 32) +
+         " AND objid::bigint = " + std::to_string(bits & 0xffffffffu) +
+         " AND objsubid = " + (key.is_pair() ? "2" : "1");
+}
+
 std::string attempt_sql(const acquire_request& request, const advisory_key& key,
                         const std::string& token) {
   if (request.kind == primitive::semaphore) return semaphore_attempt_sql(request, key, token);
@@ -94,6 +94,99 @@ std::string unlock_if_held_sql(const acquire_request& request, const advisory_ke
          ") FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = "
          "pg_backend_pid() AND " +
          pg_locks_match(key);
+}
+
+namespace {
+
+bool recorded(const acquire_request& request, const owner_records& records) {
+  return !records.table.empty() && request.kind != primitive::upgrade_gate && request.kind != primitive::election;
+}
+
+std::string kind_word(const acquire_request& request) {
+  switch (request.kind) {
+    case primitive::semaphore: return "semaphore slot";
+    case primitive::reader_writer_lock:
+      return request.mode == lock_mode::shared ? "read" : "write";
+    default: return "exclusive";
+  }
+}
+
+// Names and owners go out hex-encoded: any bytes, and nothing to escape.
+std::string bytes_literal(const std::string& bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned char c : bytes) {
+    hex += digits[c >> 4];
+    hex += digits[c & 15];
+  }
+  return "decode('" + hex + "', 'hex')";
+}
+
+// The columns (classid, objid, objsubid) of a key, as pg_locks shows it.
+std::string key_columns(const advisory_key& key) {
+  const auto bits = static_cast<std::uint64_t>(key.key());
+  return std::to_string(bits >> 32) + ", " + std::to_string(bits & 0xffffffffu) + ", " +
+         (key.is_pair() ? "2" : "1");
+}
+
+const char* const upsert_owner =
+    " ON CONFLICT (classid, objid, objsubid, pid) DO UPDATE SET name = excluded.name, kind = "
+    "excluded.kind, token = excluded.token, since = excluded.since, owner = excluded.owner";
+
+}  // namespace
+
+std::string create_owners_table_sql(const std::string& table) {
+  // Unlogged: no WAL to flush at each grant's commit, and emptied by a crash, which ends every
+  // session and so every grant its rows stood for.
+  return "CREATE UNLOGGED TABLE IF NOT EXISTS " + table +
+         " (classid bigint NOT NULL, objid bigint NOT NULL, objsubid integer NOT NULL, pid "
+         "integer NOT NULL, name bytea NOT NULL, kind text NOT NULL, token bigint, since "
+         "timestamptz NOT NULL, owner bytea NOT NULL, PRIMARY KEY (classid, objid, objsubid, "
+         "pid))";
+}
+
+// The statement's last SELECT (its first column the slot, its second the token, NULL when
+// nothing was granted) becomes a CTE that the row's INSERT reads: the grant is recorded from its
+// own result, in its own transaction, with no scan of pg_locks.
+std::string record_grant_sql(const std::string& statement, const acquire_request& request,
+                             const advisory_key& key, const owner_records& records) {
+  if (!recorded(request, records)) return statement;
+  const auto last = statement.rfind("; ");
+  const std::string before = last == std::string::npos ? "" : statement.substr(0, last + 2);
+  const std::string select = last == std::string::npos ? statement : statement.substr(last + 2);
+  const bool semaphore = request.kind == primitive::semaphore;
+  // pg_locks shows a bigint key's halves as unsigned (oid) columns.
+  const std::string key_of_grant =
+      semaphore ? "(attempt.slot >> 32) & 4294967295, attempt.slot & 4294967295, 1"
+                : key_columns(key);
+  return before + "WITH attempt(slot, token" + (semaphore ? ", other, unmarked" : "") + ") AS (" +
+         select + "), recorded AS (INSERT INTO " + records.table +
+         " (classid, objid, objsubid, pid, name, kind, token, since, owner) SELECT " +
+         key_of_grant + ", pg_backend_pid(), " + bytes_literal(request.name) + ", '" +
+         kind_word(request) + "', attempt.token, clock_timestamp(), " +
+         bytes_literal(request.owner) + " FROM attempt WHERE attempt.token IS NOT NULL" +
+         upsert_owner + ") SELECT * FROM attempt";
+}
+
+std::string record_waiting_sql(const acquire_request& request, const advisory_key& key,
+                               const owner_records& records) {
+  if (!recorded(request, records)) return {};
+  return "INSERT INTO " + records.table +
+         " (classid, objid, objsubid, pid, name, kind, token, since, owner) VALUES (" +
+         key_columns(key) + ", pg_backend_pid(), " + bytes_literal(request.name) + ", '" +
+         kind_word(request) + "', NULL, clock_timestamp(), " + bytes_literal(request.owner) +
+         ")" + upsert_owner;
+}
+
+std::string forget_grant_sql(const acquire_request& request, const advisory_key& key,
+                             const std::string& slot, const owner_records& records) {
+  if (!recorded(request, records)) return {};
+  const std::string of_key =
+      request.kind == primitive::semaphore
+          ? "classid = (((" + slot + ")::bigint >> 32) & 4294967295) AND objid = ((" + slot +
+                ")::bigint & 4294967295) AND objsubid = 1"
+          : pg_locks_match(key);
+  return "DELETE FROM " + records.table + " WHERE pid = pg_backend_pid() AND " + of_key;
 }
 
 std::string listen_sql(const std::string& channel) { return "LISTEN \"" + channel + "\""; }

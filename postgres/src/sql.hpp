@@ -34,6 +34,33 @@ std::string unlock_sql(const acquire_request& request, const advisory_key& key,
 /// Unlocks `key` if this session holds it: for a grant that raced a timeout or a cancel.
 std::string unlock_if_held_sql(const acquire_request& request, const advisory_key& key);
 
+/// Where the grants' owners are recorded (docs/postgres.md, "What inspect can see"); an
+/// empty table: nowhere.
+struct owner_records {
+  std::string table;
+};
+
+/// The table of owner rows, one per (advisory key, session pid).
+std::string create_owners_table_sql(const std::string& table);
+
+/// An attempt or a wait (`statement`, whose last statement is its SELECT) that also records
+/// the grant it makes, from its result, in the same transaction. `statement` as it is for
+/// the kinds that are not recorded (upgrade gates and elections, whose names are not the
+/// caller's) or without a table.
+std::string record_grant_sql(const std::string& statement, const acquire_request& request,
+                             const advisory_key& key, const owner_records& records);
+
+/// Sent before a lock's blocking wait, on its own: the waiter's row, without a token.
+std::string record_waiting_sql(const acquire_request& request, const advisory_key& key,
+                               const owner_records& records);
+
+/// Appended to an unlock: drops this session's row of the key (`slot` for a semaphore).
+std::string forget_grant_sql(const acquire_request& request, const advisory_key& key,
+                             const std::string& slot, const owner_records& records);
+
+/// The pg_locks condition (classid, objid, objsubid) of the advisory key `key`.
+std::string pg_locks_match(const advisory_key& key);
+
 std::string listen_sql(const std::string& channel);
 std::string unlisten_sql(const std::string& channel);
 

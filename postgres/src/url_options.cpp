@@ -68,6 +68,7 @@ std::string connection_string_of(provider_url& url, options& opts) {
     if (auto value = url.take_option(field)) *target = parse_duration(field, *value);
   }
   if (auto value = url.take_option("fencing_sequence")) opts.fencing_sequence = *value;
+  if (auto value = url.take_option("owners_table")) opts.owners_table = *value;
   for (auto [field, target] :
        {std::pair{"locks_per_session", &opts.locks_per_session},
         std::pair{"server_keepalives_count", &opts.server_keepalives_count}}) {

@@ -73,6 +73,7 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[postgr
   rejects(base + "?semaphore_retry=-1s", "semaphore_retry");
   rejects(base + "?release_timeout=5", "release_timeout");
   rejects(base + "?fencing_sequence=x;drop", "fencing_sequence");
+  rejects(base + "?owners_table=x;drop", "owners_table");
   rejects(base + "?locks_per_session=-1", "locks_per_session");
   rejects(base + "?no_such_option=1", "no_such_option");
   rejects("postgres://dlock:pw@127.0.0.1:99999/db", "port");

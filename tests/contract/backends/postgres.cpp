@@ -63,13 +63,11 @@ class postgres_fixture final : public backend_fixture {
   }
 
   // Ends the session that holds the lock, as a server restart or an operator would.
-  void break_lock(const std::string& name) override {
-    pqxx::connection connection(url_);
-    pqxx::nontransaction query(connection);
-    const auto killed = query.exec(
-        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND "
-        "granted AND " + rows_of(dlock::postgres::advisory_key::from_name(name)));
-    if (killed.empty()) throw std::runtime_error("break_lock: nobody holds '" + name + "'");
+  void break_lock(const std::string& name) override { terminate_holder(name, name); }
+
+  // The election's lock is the key of "dlock-election:<name>" (docs/postgres.md).
+  void break_election(const std::string& name) override {
+    terminate_holder("dlock-election:" + name, name);
   }
 
   // pg_locks rows, granted or waiting, of the name's key (lock and reader-writer lock), of its
@@ -107,6 +105,8 @@ class postgres_fixture final : public backend_fixture {
     return kind != dlock::primitive::semaphore;
   }
 
+  bool inspects() const override { return true; }
+
   void acquire_from_unreachable_endpoint() override {
     auto pg = std::make_shared<dlock::postgres::provider>(dlock::postgres::options{
         .connection_string = "postgres://dlock:secret@" + unreachable_endpoint() + "/dlock_test",
@@ -118,6 +118,15 @@ class postgres_fixture final : public backend_fixture {
   std::string unreachable_endpoint() const override { return "127.0.0.1:1"; }
 
  private:
+  void terminate_holder(const std::string& key_name, const std::string& name) {
+    pqxx::connection connection(url_);
+    pqxx::nontransaction query(connection);
+    const auto killed = query.exec(
+        "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND "
+        "granted AND " + rows_of(dlock::postgres::advisory_key::from_name(key_name)));
+    if (killed.empty()) throw std::runtime_error("break: nobody holds '" + name + "'");
+  }
+
   std::string url_ = support::require_test_server_endpoint("DLOCK_TEST_POSTGRES");
 };
 

@@ -34,6 +34,9 @@ class pooled_lease final : public lease {
     if (!released_) release_in_background();
   }
 
+  /// The session the grant is held on (its connection is fixed for the session's life).
+  const std::shared_ptr<Session>& session() const noexcept { return session_; }
+
   /// Names the session's book entry of this grant.
   void attach(std::uint64_t grant_id) { grant_id_ = grant_id; }
 

@@ -1,0 +1,64 @@
+// Leader election under a partition, for every backend of the scenarios that has elections
+// (docs/election.md): the lead is the election's lock, so a leader cut off loses the lead
+// within the lock's bound, and the other side elects a leader with a higher term only after.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+
+#include <dlock/dlock.hpp>
+
+#include "scenario.hpp"
+#include "support.hpp"
+
+using namespace std::chrono_literals;
+using support::net_path;
+
+TEST_CASE("a leader cut off loses the lead within its bound and the other side elects a higher "
+          "term after it",
+          "[partition][election]") {
+  const partition::backend_case& backend = partition::backend();
+  support::partition_servers set;
+  const std::string scope = support::unique_name("partition-election");
+  auto on_a = dlock::make_provider(backend.url(set.url(backend.variable, net_path::a), scope));
+  auto on_b = dlock::make_provider(backend.url(set.url(backend.variable, net_path::b), scope));
+  std::optional<dlock::election> cut_side;
+  try {
+    cut_side.emplace(on_a->create_election("elected"));
+  } catch (const dlock::error& e) {
+    WARN(backend.name << " has no elections: " << e.what());
+    return;
+  }
+  dlock::election other_side = on_b->create_election("elected");
+  dlock::leadership lead = cut_side->campaign("cut off", 10s);
+  const std::uint64_t term = lead.term();
+  CHECK(other_side.leader() == dlock::leader_info{"cut off", term});
+  std::atomic<std::chrono::steady_clock::rep> lost_at{0};
+  lead.on_lost([&] { lost_at = std::chrono::steady_clock::now().time_since_epoch().count(); });
+
+  const auto bound = backend.promised.lost + backend.promised.granted_after;
+  const auto cut_at = std::chrono::steady_clock::now();
+  {
+    support::partition_cut cut(set, backend.servers, net_path::a);
+    dlock::leadership next = other_side.campaign("successor", bound + bound / 2 + 2s);
+    const auto elected_at = std::chrono::steady_clock::now();
+    WARN(backend.name << ": the other side elected after the cut: "
+                      << std::chrono::duration_cast<std::chrono::milliseconds>(elected_at - cut_at)
+                             .count()
+                      << " ms");
+    CHECK(elected_at - cut_at <= bound);
+    CHECK(next.term() > term);
+    // Nobody leads before the cut-off leader knows it lost the lead.
+    REQUIRE(support::wait_until([&] { return lost_at.load() != 0; }, 10s));
+    CHECK(std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(
+              lost_at.load())) <= elected_at);
+    CHECK(other_side.leader() == dlock::leader_info{"successor", next.term()});
+    cut.heal();
+    // The deposed leader can neither proclaim nor, resigning, remove the successor's record.
+    CHECK_THROWS_AS(lead.proclaim("stale"), dlock::lock_lost_error);
+    try {
+      lead.resign();
+    } catch (const dlock::error&) {
+    }
+    CHECK(other_side.leader() == dlock::leader_info{"successor", next.term()});
+  }
+}
