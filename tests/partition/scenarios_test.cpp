@@ -422,45 +422,6 @@ TEST_CASE("a provider holding many locks cut off has every handle marked lost wi
   CHECK(took <= s.promised.lost);
 }
 
-// Run only against backends with elections (tests/partition/CMakeLists.txt).
-TEST_CASE("a leader cut off loses the lead within its bound and nobody leads before, with a "
-          "higher term",
-          "[partition][election]") {
-  scenario s;
-  auto leader_side = s.provider(net_path::a);
-  auto other_side = s.provider(net_path::b);
-  const std::string name = "elected";
-  dlock::leadership lead = leader_side->create_election(name).campaign("cut-off", 10s);
-  const std::uint64_t term = lead.term();
-  std::atomic<clock_type::rep> lost_at{0};
-  lead.on_lost([&] { lost_at.store(clock_type::now().time_since_epoch().count()); });
-
-  auto cut = s.cut_off();
-  const auto cut_at = clock_type::now();
-  dlock::election other = other_side->create_election(name);
-  const milliseconds campaign_wait = deadline(s.promised.lost + s.promised.granted_after);
-  auto campaigning = std::async(std::launch::async, [&] {
-    auto next = other.try_campaign("successor", campaign_wait);
-    return std::pair{std::move(next), clock_type::now()};
-  });
-  const bool lost = support::wait_until([&] { return lead.lost(); }, deadline(s.promised.lost));
-  const milliseconds lost_after = since(cut_at);
-  auto [next, elected_at] = campaigning.get();
-  cut->heal();
-
-  s.report("leader marked lost after the cut", lost_after);
-  CHECK(lost);
-  CHECK(lost_after <= s.promised.lost);
-  REQUIRE(next);
-  s.report("successor elected after the cut", std::chrono::duration_cast<milliseconds>(
-                                                  elected_at - cut_at));
-  // Nobody leads before the cut-off leader knows it lost the lead, and never with a lower term.
-  REQUIRE(lost_at.load() != 0);
-  CHECK(elected_at >= clock_type::time_point(clock_type::duration(lost_at.load())));
-  CHECK(next->term() > term);
-  CHECK(other.leader() == dlock::leader_info{"successor", next->term()});
-}
-
 TEST_CASE("with one member cut off, grants on the rest stay quick", "[partition][member]") {
   scenario s;
   auto client = s.provider(net_path::a);
