@@ -157,6 +157,13 @@ TEST_CASE("a fencing counter left locked by a stopped process fails the grant, n
 
 TEST_CASE("a provider made with no file descriptor left is a dlock::error naming the cause",
           "[file][limits]") {
+#ifdef DLOCK_TESTS_UNDER_UBSAN
+  // UBSan's vptr check reads memory through a pipe: in a process with no descriptor left it
+  // reports every virtual call it has not seen before as an invalid vptr. This case runs in
+  // the TSan and unsanitized builds instead.
+  WARN("not run under UBSan");
+  return;
+#endif
   support::temp_directory dir;
   rlimit before{};
   REQUIRE(getrlimit(RLIMIT_NOFILE, &before) == 0);
