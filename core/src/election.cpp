@@ -54,7 +54,9 @@ void start_campaign(const election_target& target, std::string value,
                     std::chrono::nanoseconds timeout, std::stop_token stop, bool fail_with_error,
                     unique_function<campaign_signature> done) {
   start_acquire(lock_of(target), lock_mode::exclusive, timeout, std::move(stop), fail_with_error,
-                [target, value = std::move(value), done = std::move(done)](
+                // An init-capture: a plain [target] copies `const election_target`, which
+                // std::move below would copy again, leaving the provider referenced here.
+                [target = target, value = std::move(value), done = std::move(done)](
                     std::exception_ptr error, std::optional<lock_handle> lock) mutable {
                   // As acquire_op::finish: no reference of ours to the provider outlives
                   // the result, so the caller, not this thread, shuts the provider down.

@@ -128,3 +128,19 @@ TEST_CASE("waiting async acquires hold no thread", "[contract][async]") {
   stop.request_stop();
   REQUIRE(wait_until([&] { return finished.load() == waits; }));
 }
+
+TEST_CASE("a provider dropped as soon as use_future delivers its acquire shuts down cleanly",
+          "[contract][async]") {
+  // The future is ready while the threads that delivered it are still unwinding; dropping
+  // the handle and the provider at once must wait for them, not race with them.
+  for (int round = 0; round < 10; ++round) {
+    const auto name = unique_name("future-teardown");
+    auto provider = backend().make_provider();
+    auto handle = provider->create_lock(name).async_acquire(10s, {}, boost::asio::use_future);
+    CHECK(handle.get().fencing_token() > 0);
+    provider.reset();
+    auto empty = backend().make_provider()->create_lock(name).async_try_acquire(
+        0s, {}, boost::asio::use_future);
+    CHECK(empty.get());
+  }
+}

@@ -243,3 +243,19 @@ TEST_CASE("an observation may be stopped from its own callback", "[contract][ele
   dlock::leadership lead = e.campaign(10s);
   CHECK(calls == 1);
 }
+
+TEST_CASE("a provider dropped as soon as use_future delivers a campaign shuts down cleanly",
+          "[contract][election][async]") {
+  // The completion must hold no reference to the provider once it is delivered: else the
+  // provider's own thread tears it down, and that thread outlives the caller's teardown.
+  for (int round = 0; round < 20; ++round) {
+    const auto name = unique_name("async-teardown");
+    auto provider = backend().make_provider();
+    auto lead = provider->create_election(name).async_campaign(10s, {}, boost::asio::use_future);
+    CHECK(lead.get().term() > 0);
+    provider.reset();
+    auto missed = backend().make_provider()->create_election(name).async_try_campaign(
+        0s, {}, boost::asio::use_future);
+    CHECK(missed.get());
+  }
+}
