@@ -9,6 +9,7 @@
 #include <dlock/core/errors.hpp>
 
 #include "option_checks.hpp"
+#include "refusal_probe.hpp"
 
 namespace dlock::zookeeper::detail {
 
@@ -18,6 +19,9 @@ struct session_watcher_context {
 };
 
 namespace {
+
+// Long enough for a loaded server to accept and close; it only lengthens a failing open.
+constexpr std::chrono::milliseconds refusal_probe_wait{200};
 
 // The C client logs to stderr by default, connection refusals included, once per attempt;
 // dlock reports what matters through exceptions and the error hook instead.
@@ -62,8 +66,10 @@ void zk_session::open_and_wait() {
   if (!first_connection_.get_for(options_.connect_timeout)) {
     const auto millis =
         std::chrono::duration_cast<std::chrono::milliseconds>(options_.connect_timeout);
-    throw connection_error(owner_.message("no server of the ensemble answered within " +
-                                          std::to_string(millis.count()) + " ms"));
+    // The C client never says why; a server that closes every connection at once does.
+    throw connection_error(owner_.message(
+        "no server of the ensemble answered within " + std::to_string(millis.count()) + " ms" +
+        refusal_hint(options_.hosts, refusal_probe_wait)));
   }
 }
 
