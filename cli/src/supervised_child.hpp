@@ -45,7 +45,8 @@ class supervised_child {
   /// would, and on being continued hands the terminal back and continues the command.
   /// Throws std::system_error if the command cannot be waited for.
   std::optional<int> try_reap();
-  /// Tells the watchdog that dlock ends normally: leftovers of the group are left alone.
+  /// Tells the watchdog that dlock ends normally: leftovers of the group are left alone. Does
+  /// not wait for the watchdog to exit.
   void disarm_watchdog();
 
  private:
