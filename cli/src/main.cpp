@@ -14,7 +14,6 @@
 #include <climits>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <iomanip>
 #include <iostream>
@@ -210,23 +209,6 @@ void start_locking(const command_line& args, dlock::provider& provider,
   }
 }
 
-/// Ends dlock with `status` once its lock is released, when the provider is local (file,
-/// memory): it then holds nothing outside this process, and its teardown only joins its
-/// thread, which on a busy machine first waits to be scheduled. A networked provider is torn
-/// down as usual (it closes its session), and so is every provider under a sanitizer, which
-/// checks the teardown too.
-int exit_early_if_local(const dlock::provider& provider, int status) {
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  if (provider.scheme() == "file" || provider.scheme() == "memory") {
-    std::cout.flush();
-    std::fflush(nullptr);
-    std::_Exit(status);
-  }
-#endif
-  (void)provider;
-  return status;
-}
-
 int run(const command_line& args, const sigset_t& original_mask, int signal_fd) {
   const auto started = clock_type::now();
   std::shared_ptr<dlock::provider> provider = make_provider(args.url);
@@ -243,15 +225,13 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
     dlock::election election = provider->create_election(args.name);
     if (args.value) election = election.with_value(*args.value);
     election.async_try_campaign(timeout, stop.get_token(), storing_into(result, acquired_event));
-    return exit_early_if_local(*provider, wait_and_supervise(args, original_mask, signal_fd,
-                                                             where, started, stop, result,
-                                                             acquired_event));
+    return wait_and_supervise(args, original_mask, signal_fd, where, started, stop, result,
+                              acquired_event);
   }
   auto result = std::make_shared<acquire_result<dlock::lock_handle>>();
   start_locking(args, *provider, timeout, stop.get_token(), result, acquired_event);
-  return exit_early_if_local(*provider, wait_and_supervise(args, original_mask, signal_fd, where,
-                                                           started, stop, result,
-                                                           acquired_event));
+  return wait_and_supervise(args, original_mask, signal_fd, where, started, stop, result,
+                            acquired_event);
 }
 
 template <typename Held>

@@ -179,6 +179,11 @@ void supervised_child::start_watchdog() {
     // Only async-signal-safe calls here: this is a fork of a threaded process. Signals meant
     // for dlock's group must not end the watchdog; dlock's forwarded set is blocked already.
     ::close(ends[1]);
+    // It never writes, and must not hold a pipe on dlock's output open after dlock exits
+    // (dlock does not wait for it to end).
+    for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
+      if (fd != ends[0]) ::close(fd);
+    }
     ::signal(SIGINT, SIG_IGN);
     ::signal(SIGTSTP, SIG_IGN);
     auto read_fully = [&](void* into, std::size_t size) {
