@@ -148,6 +148,7 @@ class zookeeper_acquire final : public acquire_operation,
   std::vector<stage> stages_;
   std::size_t stage_index_ = 0;
   std::uint64_t watch_id_ = 0;
+  std::uint64_t watch_serial_ = 0;  // the watch() whose answer still counts (drop_watch ends it)
   std::uint64_t unreachable_id_ = 0;  // our registration with session().when_unreachable()
   int calls_out_ = 0;
   bool watched_last_blocker_ = false;  // the predecessor watched is all that is in our way
