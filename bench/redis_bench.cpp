@@ -8,8 +8,11 @@
 // compare: dlock's uncontended acquire + release over another URL of the same server (rediss://
 //   with its TLS options, redis+unix://) and over plain TCP, interleaved in blocks of 100, N
 //   times each, and the ratio of their medians.
+// parallel floor (RedLock URLs): GET, SET NX PX and EVALSHA delete, each sent to every server
+//   before any reply is read (redis_floor.hpp); dlock's uncontended cycle over it.
 // pub/sub round trip: PUBLISH on one raw connection until the message is read on another.
-// handoff: two processes take turns on one lock (bench_support.hpp), release to acquire.
+// handoff: two processes take turns on one lock (bench_support.hpp), release to acquire; beside
+//   it the raw handoff floor, the same turns with raw hiredis (redis_floor.hpp).
 // contention: 8 processes acquire and release one name for S seconds: grants per second and
 //   the spread of grants per process.
 // watchdog: one provider holds N locks for S seconds: the server's commands per second and the
@@ -25,40 +28,11 @@
 #include <memory>
 
 #include "bench_support.hpp"
+#include "redis_floor.hpp"
 
 namespace {
 
 using namespace dlock_bench;
-
-struct context_deleter {
-  void operator()(redisContext* c) const { redisFree(c); }
-};
-using context_ptr = std::unique_ptr<redisContext, context_deleter>;
-
-struct reply_deleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using reply_ptr = std::unique_ptr<redisReply, reply_deleter>;
-
-context_ptr connect(const std::string& host, int port) {
-  context_ptr c(redisConnect(host.c_str(), port));
-  if (!c || c->err) throw std::runtime_error("cannot connect to " + host + ":" + std::to_string(port));
-  return c;
-}
-
-reply_ptr run(redisContext* c, const std::vector<std::string>& arguments) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  for (const auto& a : arguments) {
-    argv.push_back(a.data());
-    lengths.push_back(a.size());
-  }
-  reply_ptr r(static_cast<redisReply*>(
-      redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lengths.data())));
-  if (!r) throw std::runtime_error(std::string("redis: ") + c->errstr);
-  if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error(std::string("redis: ") + r->str);
-  return r;
-}
 
 std::vector<double> raw_floor(redisContext* c, int iterations) {
   const std::string release =
@@ -75,9 +49,9 @@ std::vector<double> raw_floor(redisContext* c, int iterations) {
   return samples;
 }
 
-std::vector<double> pubsub_round_trip(const std::string& host, int port, int iterations) {
-  auto subscriber = connect(host, port);
-  auto publisher = connect(host, port);
+std::vector<double> pubsub_round_trip(const redis_endpoint& server, int iterations) {
+  auto subscriber = connect(server);
+  auto publisher = connect(server);
   run(subscriber.get(), {"SUBSCRIBE", "dlock-bench:channel"});
   std::vector<double> samples;
   for (int i = 0; i < iterations; ++i) {
@@ -202,16 +176,24 @@ int main(int argc, char** argv) try {
     }
   }
   const std::string url = endpoint + "?prefix=dlock-bench-" + std::to_string(::getpid()) + ":";
-  const auto host_port = endpoint.substr(endpoint.find("//") + 2);
-  const std::string host = host_port.substr(0, host_port.find(':'));
-  const int port = std::stoi(host_port.substr(host_port.find(':') + 1));
+  // The raw floors of one server use the first of a RedLock URL's.
+  const std::vector<redis_endpoint> servers = endpoints_of(endpoint);
   std::printf("dlock-redis-bench: %s\n", endpoint.c_str());
 
   // Processes are forked first, before this one has threads.
-  const auto handoff_samples = handoff(url, handoffs, std::chrono::microseconds(2000));
+  // dlock's handoff and the raw one alternate in blocks, so that both see the same load.
+  std::vector<double> handoff_samples, raw_handoff_samples;
+  constexpr int handoff_block = 100;
+  for (int done = 0; done < handoffs; done += handoff_block) {
+    const int rounds = std::min(handoff_block, handoffs - done);
+    const auto raw = raw_handoff(servers[0], rounds, 2000);
+    const auto ours = handoff(url, rounds, std::chrono::microseconds(2000));
+    raw_handoff_samples.insert(raw_handoff_samples.end(), raw.begin(), raw.end());
+    handoff_samples.insert(handoff_samples.end(), ours.begin(), ours.end());
+  }
   contention(url, seconds);
 
-  auto raw = connect(host, port);
+  auto raw = connect(servers[0]);
   {
     auto provider = dlock::make_provider(url);
     auto lock = provider->create_lock("uncontended");
@@ -222,6 +204,13 @@ int main(int argc, char** argv) try {
     print_row("raw SET NX PX + EVALSHA delete (the floor)", floor, iterations);
     print_row("dlock acquire+release, uncontended", ours, iterations);
     std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
+    if (servers.size() > 1) {
+      // RedLock's own floor: its three round trips, to every server at once.
+      const auto parallel = summarize(raw_parallel_floor(servers, iterations));
+      print_row("raw GET + SET NX PX + EVALSHA, all servers at once", parallel, iterations);
+      std::printf("%-44s median %9.2fx\n", "ratio to the parallel floor",
+                  ours.median_us / parallel.median_us);
+    }
     // Interleaved in blocks, so that both see the same load (on a shared machine, medians of
     // consecutive runs differ by more than what is compared).
     for (const std::string& other : compared) {
@@ -251,12 +240,16 @@ int main(int argc, char** argv) try {
   print_reader_writer_rows(url, iterations);
   print_async_rows(url, iterations);
   print_async_waiters(url, 10000);
-  const auto pubsub = summarize(pubsub_round_trip(host, port, iterations / 10));
+  const auto pubsub = summarize(pubsub_round_trip(servers[0], iterations / 10));
   const auto handed = summarize(handoff_samples);
+  const auto raw_handed = summarize(raw_handoff_samples);
   print_row("raw pub/sub round trip", pubsub, iterations / 10);
+  print_row("raw hiredis handoff (release, message, SET)", raw_handed,
+            raw_handoff_samples.size());
   print_row("dlock handoff between two processes", handed, handoff_samples.size());
   std::printf("%-44s median %9.2fx\n", "handoff / pub/sub round trip",
               handed.median_us / pubsub.median_us);
+  std::printf("%-44s median %9.2fx\n", "handoff / raw handoff", handed.median_us / raw_handed.median_us);
   watchdog_cost(endpoint + "?expiry=3s&prefix=dlock-bench-watchdog-" + std::to_string(::getpid()) + ":",
                 raw.get(), held_count, seconds);
   return 0;

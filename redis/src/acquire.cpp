@@ -87,6 +87,12 @@ class redis_acquire final : public acquire_operation,
     attempt();
   }
 
+  void on_channel_message(const std::string& text) override {
+    // A queue's release names the waiter whose turn it is: the others sleep on.
+    if (!keys_.queue.empty() && text != token_ && text != "released") return;
+    on_channel_event(channel_event::released);
+  }
+
  private:
   /// Where the operation is. A try's answer that comes after `finished` (a stop request
   /// meanwhile) is only given back.
@@ -140,14 +146,14 @@ class redis_acquire final : public acquire_operation,
 
   void propose(std::uint64_t proposal) {
     const auto sent = clock::now();
-    const bool queue = request_.wait && keys_.kind == key_kind::write;
-    if (queue) queued_writer_ = true;
+    const bool queue = request_.wait && (keys_.kind == key_kind::write || !keys_.queue.empty());
+    if (queue) queued_ = true;
     nodes_.eval_everywhere(
         acquire_script(), keys_,
         {token_, milliseconds_argument(backend_->settings().expiry),
          std::string(script_argument(keys_.kind)), std::to_string(proposal),
          std::to_string(request_.max_count), queue ? "1" : "0",
-         backend_->epoch_key(), request_.owner},
+         backend_->epoch_key(), request_.owner, keys_.queue},
         {nodes_.quorum(keys_.kind), granted_here},
         [self = shared_from_this(), sent, proposal](std::vector<command_result> results) {
           self->settle(std::move(results), sent, proposal);
@@ -218,7 +224,7 @@ class redis_acquire final : public acquire_operation,
 
   void grant(clock::time_point valid_until, std::uint64_t fencing_token) {
     auto granted = backend_->grant(request_.name, keys_, token_, valid_until, fencing_token);
-    queued_writer_ = false;  // a granted writer left the queue in the same script
+    queued_ = false;  // a granted waiter left the queue in the same script
     finish(nullptr, std::move(granted));
   }
 
@@ -289,8 +295,8 @@ class redis_acquire final : public acquire_operation,
         nodes_.listen(i, keys_.channel, shared_from_this());
       }
     }
-    // A waiting writer refreshes its place in the queue before it would expire.
-    if (queued_writer_) {
+    // A queued waiter refreshes its place in the queue before it would expire.
+    if (queued_) {
       wait_hint = std::min(wait_hint, std::chrono::duration_cast<milliseconds>(
                                           backend_->settings().extend_every));
     }
@@ -367,9 +373,10 @@ class redis_acquire final : public acquire_operation,
     // On every node, whatever listening_ says: after one RedLock node's subscription was lost
     // (listening_ reset), the others still hold this operation (a no-op where it is absent).
     for (std::size_t i = 0; i < nodes_.size(); ++i) nodes_.unlisten(i, keys_.channel, this);
-    if (queued_writer_ && !granted) {
-      // Leave the writers' queue, so readers held back by it may go on.
-      nodes_.eval_everywhere(release_script(), keys_, {token_, "withdraw", keys_.channel, keys_.publish},
+    if (queued_ && !granted) {
+      // Leave the queue, so readers held back by it, or the next waiter, may go on.
+      nodes_.eval_everywhere(release_script(), keys_,
+                             {token_, "withdraw", keys_.channel, keys_.publish, keys_.queue},
                              {nodes_.size(), confirmed}, [](std::vector<command_result>) {});
     }
     auto done = std::move(done_);
@@ -391,7 +398,7 @@ class redis_acquire final : public acquire_operation,
   phase phase_ = phase::starting;
   bool retry_at_once_ = false;    ///< a channel event came during the try: try again at once
   bool listening_ = false;        ///< subscribed (or subscribing) to the release channel
-  bool queued_writer_ = false;    ///< in the writers' queue on the servers: withdraw on failure
+  bool queued_ = false;           ///< in a queue on the servers (writers', waiters'): withdraw on failure
   bool reported_waiting_ = false;
   int attempts_ = 0;
   std::optional<clock::time_point> trouble_since_;

@@ -75,7 +75,7 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
   const acquire_answer answer = read_acquire_answer(nodes_->eval_here(
       acquire_script(), keys,
       {token, milliseconds_argument(options_.expiry), std::string(script_argument(keys.kind)),
-       "0", std::to_string(request.max_count), "0", "", request.owner}));
+       "0", std::to_string(request.max_count), "0", "", request.owner, keys.queue}));
   // Hands back what the try may hold, from the network thread. Weakly: a strong reference
   // queued on its own network thread would keep the backend (and that thread) alive forever.
   const auto give_back = [&] {
@@ -196,7 +196,7 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
     const command_result result = nodes_->eval_here(
         release_script(), grant->keys,
         {grant->token, std::string(script_argument(grant->keys.kind)), grant->keys.channel,
-         grant->keys.publish});
+         grant->keys.publish, grant->keys.queue});
     if (result.failure) {
       // It may reach the server late (a silent server): retry it from the network thread
       // until the grant would have expired, as a lost try's grant is given back.

@@ -90,6 +90,10 @@ std::string key_scheme::lock_key(std::string_view name) const {
 key_set key_scheme::keys_for(const acquire_request& request, const dlock::backend& owner) const {
   key_set keys = keys_for_name(request, owner);
   if (shard_channels_) keys.publish = "SPUBLISH";
+  // Plain keys stay what other SET NX clients see; elections keep their own order.
+  if ((request.kind == primitive::lock && !plain_keys_) || request.kind == primitive::upgrade_gate) {
+    keys.queue = keys.keys[0] + ":queue";
+  }
   return keys;
 }
 

@@ -23,6 +23,10 @@ struct key_set {
   std::string channel;            ///< where a release publishes
   /// How: PUBLISH, or SPUBLISH in a cluster (the channel is a shard channel of the keys' slot).
   std::string publish = "PUBLISH";
+  /// The waiters' queue of an exclusive lock or upgrade gate (scripts.cpp): its waiters are
+  /// granted in turn and a release wakes only the next. Empty: none (other primitives, plain
+  /// keys, RedLock).
+  std::string queue;
 };
 
 /// Maps names to keys under a prefix, with or without plain-key mode.

@@ -74,6 +74,12 @@ void node::notify(std::vector<std::shared_ptr<channel_listener>> listeners, chan
   });
 }
 
+void node::deliver(std::vector<std::shared_ptr<channel_listener>> listeners, std::string text) {
+  boost::asio::post(executor_, [listeners = std::move(listeners), text = std::move(text)] {
+    for (const auto& listener : listeners) listener->on_channel_message(text);
+  });
+}
+
 void node::subscription_reply(const reply& message) {
   if (message.is_error() && channel_kind_ == channel_kind::sharded) {
     shard_channel_refused();
@@ -103,7 +109,7 @@ void node::subscription_reply(const reply& message) {
       notify(c.listeners, channel_event::subscribed);
     }
   } else if (verb == "message") {
-    notify(c.listeners, channel_event::released);
+    deliver(c.listeners, message.elements.size() > 2 ? message.elements[2].text : std::string());
   } else if (verb == "unsubscribe" && c.state == subscription::subscribed) {
     // Unasked: the channel's slot moved to another node. Its listeners listen again, where the
     // slot map (which their next try refreshes) says it is now.

@@ -30,6 +30,11 @@ class channel_listener {
   virtual ~channel_listener() = default;
   /// Runs on the network thread, never inside node::listen or node::unlisten.
   virtual void on_channel_event(channel_event event) = 0;
+  /// A message on the channel, `text` as published: by default `released`.
+  virtual void on_channel_message(const std::string& text) {
+    (void)text;
+    on_channel_event(channel_event::released);
+  }
 };
 
 /// Release channels as Redis's plain pub/sub (SUBSCRIBE, PUBLISH: one server, or a message
@@ -108,6 +113,7 @@ class node {
   void subscription_failed(const std::string& channel);
   void send_subscription(const char* verb, const std::string& channel);
   void notify(std::vector<std::shared_ptr<channel_listener>> listeners, channel_event event);
+  void deliver(std::vector<std::shared_ptr<channel_listener>> listeners, std::string text);
   void start_heartbeat();
   void arm_heartbeat(std::chrono::steady_clock::time_point at);
   void beat();

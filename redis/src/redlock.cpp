@@ -170,7 +170,7 @@ void node_set::release_on(std::size_t i, const key_set& keys, const std::string&
                           clock::time_point until, reply_handler first_answer) {
   std::weak_ptr<node_set> weak = shared_from_this();
   eval_on(i, release_script(), keys,
-       {token, std::string(script_argument(keys.kind)), keys.channel, keys.publish},
+       {token, std::string(script_argument(keys.kind)), keys.channel, keys.publish, keys.queue},
        [weak, i, keys, token, until,
         first_answer = std::move(first_answer)](command_result result) mutable {
          const bool retry = result.failure.has_value();

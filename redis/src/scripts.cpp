@@ -21,6 +21,28 @@ local function lengthen(key, ms)
 end
 )lua";
 
+// The waiters' queue of an exclusive lock on one server (key_set::queue): a sorted set of
+// tokens by arrival, and beside it (queue .. ':alive') each waiter's deadline, which its tries
+// push on by an expiry; a waiter that stopped trying (gone, partitioned) leaves the head once its
+// deadline passed. A release names the live head in its message, so only that waiter tries.
+constexpr const char* queue_function = R"lua(
+local function queue_head(queue)
+  local now = now_ms()
+  while true do
+    local first = redis.call('ZRANGE', queue, 0, 0)[1]
+    if not first then return nil end
+    local deadline = tonumber(redis.call('HGET', queue .. ':alive', first) or '0')
+    if deadline > now then return first, deadline - now end
+    redis.call('ZREM', queue, first)
+    redis.call('HDEL', queue .. ':alive', first)
+  end
+end
+local function leave_queue(queue, token)
+  redis.call('HDEL', queue .. ':alive', token)
+  return redis.call('ZREM', queue, token)
+end
+)lua";
+
 // The name's owners hash (token -> "<fencing token> <granted at, server ms> <owner>"): KEYS[3]
 // of a lock (an election's has its leader record after it), the last of a reader-writer lock's
 // and a semaphore's KEYS; nil for an upgrade gate and a plain-key lock, which record no owner.
@@ -83,8 +105,25 @@ if kind == 'lock' or kind == 'write' then
   end
 end
 if kind == 'lock' then
-  if redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then return granted(fence()) end
-  return {0, redis.call('PTTL', KEYS[1])}
+  -- ARGV[9]: the waiters' queue (one server), or none. Only its head may take a free lock; a
+  -- waiting try (ARGV[6]) joins the queue, or renews its place there.
+  local queue = ARGV[9] ~= '' and ARGV[9]
+  local head, head_left
+  if queue then head, head_left = queue_head(queue) end
+  if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then
+    if head then leave_queue(queue, token) end
+    return granted(fence())
+  end
+  if queue and ARGV[6] == '1' then
+    local now = now_ms()
+    if not redis.call('ZSCORE', queue, token) then redis.call('ZADD', queue, now, token) end
+    redis.call('HSET', queue .. ':alive', token, now + expiry)
+    lengthen(queue, expiry)
+    lengthen(queue .. ':alive', expiry)
+  end
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl < 0 and head_left then return {0, head_left} end
+  return {0, ttl}
 end
 local now = now_ms()
 local function held_in(set)
@@ -148,6 +187,7 @@ return {0, first_expiry(KEYS[3])}
 
 constexpr const char* release_body = R"lua(
 local token, kind = ARGV[1], ARGV[2]
+local queue = ARGV[5] and ARGV[5] ~= '' and ARGV[5]
 local released = 0
 -- Also when the grant is no longer ours (broken, expired): its record goes with it.
 local owners = kind ~= 'withdraw' and owners_key(kind)
@@ -163,10 +203,19 @@ elseif kind == 'read' then
 elseif kind == 'sem' then
   released = redis.call('ZREM', KEYS[1], token)
   if released == 1 and redis.call('ZCARD', KEYS[1]) == 0 then redis.call('DEL', KEYS[3]) end
+elseif kind == 'withdraw' and queue then
+  -- A waiter that gives up: when it was the head of a free lock, the next one is told.
+  local head = queue_head(queue)
+  leave_queue(queue, token)
+  if head == token and redis.call('EXISTS', KEYS[1]) == 0 then released = 1 end
 elseif kind == 'withdraw' then
   released = redis.call('ZREM', KEYS[4], token)
 end
-if released == 1 then redis.call(ARGV[4] or 'PUBLISH', ARGV[3], 'released') end
+if released == 1 then
+  -- With a queue, the message names its live head: the others do not wake.
+  local message = queue and queue_head(queue) or 'released'
+  redis.call(ARGV[4] or 'PUBLISH', ARGV[3], message)
+end
 return released
 )lua";
 
@@ -249,12 +298,13 @@ const script& make_script(std::string source) {
 
 const script& acquire_script() {
   static const script& instance =
-      make_script(std::string(now_function) + owners_function + acquire_body);
+      make_script(std::string(now_function) + queue_function + owners_function + acquire_body);
   return instance;
 }
 
 const script& release_script() {
-  static const script& instance = make_script(std::string(owners_function) + release_body);
+  static const script& instance = make_script(std::string(now_function) + queue_function +
+                                              owners_function + release_body);
   return instance;
 }
 

@@ -3,6 +3,8 @@
 // What a withdrawn wait leaves, max_count mismatches and writer preference are in the contract
 // suite (contract/cancel_test.cpp, semaphore_test.cpp, reader_writer_test.cpp).
 #include <catch2/catch.hpp>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <future>
 
@@ -73,6 +75,41 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field, never the
   CHECK_THROWS_WITH(dlock::make_provider("redis://" + host + "?plain_keys=maybe"),
                     Catch::Contains("plain_keys"));
   CHECK_THROWS_AS(dlock::make_provider("redis:///0"), std::invalid_argument);
+}
+
+TEST_CASE("a process forked after it made grants never makes its parent's tokens", "[redis]") {
+  const std::string name = unique_name("forked");
+  {
+    // Tokens made on this thread before the fork (the attempt runs on the caller's thread).
+    auto locks = dlock::make_provider(url());
+    REQUIRE(locks->create_lock(name).try_acquire());
+  }
+  int to_parent[2], to_child[2];
+  REQUIRE(::pipe(to_parent) == 0);
+  REQUIRE(::pipe(to_child) == 0);
+  const pid_t child = ::fork();  // no provider alive: this process has no threads of dlock's
+  if (child == 0) {
+    auto locks = dlock::make_provider(url());
+    auto held = locks->create_lock(name).try_acquire();
+    char answer = held ? 'y' : 'n';
+    if (::write(to_parent[1], &answer, 1) != 1 || ::read(to_child[0], &answer, 1) != 1) _exit(2);
+    held.reset();
+    _exit(0);
+  }
+  char answer = 0;
+  REQUIRE(::read(to_parent[0], &answer, 1) == 1);
+  REQUIRE(answer == 'y');
+  auto locks = dlock::make_provider(url());
+  // Same thread, same generator state as the child's without a fresh seed: its token, and so
+  // "granted again" while the child holds the lock.
+  const bool parent_granted = locks->create_lock(name).try_acquire().has_value();
+  REQUIRE(::write(to_child[1], "x", 1) == 1);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) ::close(fd);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  REQUIRE_FALSE(parent_granted);
 }
 
 TEST_CASE("a database other than 0 holds the keys", "[redis]") {
