@@ -28,6 +28,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <dlock/dlock.hpp>
@@ -147,7 +148,22 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
               dlock::make_provider(url)->endpoint().c_str());
   // The waiter's attempt and its blocking statement must be in place before the release.
   constexpr std::chrono::microseconds settle(5000);
-  const auto handoff_samples = handoff(url, handoffs, settle);
+  // dlock's handoff and the raw ones in ten turns each, one after the other, so that all
+  // three see the same load on the machine.
+  std::vector<double> handoff_samples, bare_handoff_samples, same_handoff_samples;
+  const int per_turn = std::max(handoffs / 10, 2);
+  for (int turn = 0; turn < 10; ++turn) {
+    for (auto [into, samples] :
+         {std::pair{&handoff_samples, handoff(url, per_turn, settle)},
+          std::pair{&bare_handoff_samples,
+                    dlock_bench::raw_handoff_us(url, per_turn,
+                                                dlock_bench::bare_statements("handoff-raw"))},
+          std::pair{&same_handoff_samples,
+                    dlock_bench::raw_handoff_us(url, per_turn,
+                                                dlock_bench::dlock_statements("handoff-raw"))}}) {
+      into->insert(into->end(), samples.begin(), samples.end());
+    }
+  }
   {
     // The samples of the seven are interleaved, so that all see the same load on the machine.
     auto fenced = dlock::make_provider(url);
@@ -188,13 +204,13 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
   }
   {
     // Beside dlock's handoff: the same wake-up between two raw connections.
-    const auto bare_handoff = summarize(
-        dlock_bench::raw_handoff_us(url, handoffs, dlock_bench::bare_statements("handoff-raw")));
-    const auto same_handoff = summarize(
-        dlock_bench::raw_handoff_us(url, handoffs, dlock_bench::dlock_statements("handoff-raw")));
+    const auto bare_handoff = summarize(bare_handoff_samples);
+    const auto same_handoff = summarize(same_handoff_samples);
     const auto ours_handoff = summarize(handoff_samples);
-    print_row("raw libpq handoff, advisory unlock -> lock", bare_handoff, handoffs);
-    print_row("raw libpq handoff, dlock's statements", same_handoff, handoffs);
+    print_row("raw libpq handoff, advisory unlock -> lock", bare_handoff,
+              bare_handoff_samples.size());
+    print_row("raw libpq handoff, dlock's statements", same_handoff,
+              same_handoff_samples.size());
     std::printf("%-44s median %9.2fx / %.2fx\n", "dlock handoff / raw handoff (bare / same)",
                 ours_handoff.median_us / bare_handoff.median_us,
                 ours_handoff.median_us / same_handoff.median_us);
