@@ -28,6 +28,7 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <dlock/dlock.hpp>
@@ -147,9 +148,24 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
               dlock::make_provider(url)->endpoint().c_str());
   // The waiter's attempt and its blocking statement must be in place before the release.
   constexpr std::chrono::microseconds settle(5000);
-  const auto handoff_samples = handoff(url, handoffs, settle);
+  // dlock's handoff and the raw ones in ten turns each, one after the other, so that all
+  // three see the same load on the machine.
+  std::vector<double> handoff_samples, bare_handoff_samples, same_handoff_samples;
+  const int per_turn = std::max(handoffs / 10, 2);
+  for (int turn = 0; turn < 10; ++turn) {
+    for (auto [into, samples] :
+         {std::pair{&handoff_samples, handoff(url, per_turn, settle)},
+          std::pair{&bare_handoff_samples,
+                    dlock_bench::raw_handoff_us(url, per_turn,
+                                                dlock_bench::bare_statements("handoff-raw"))},
+          std::pair{&same_handoff_samples,
+                    dlock_bench::raw_handoff_us(url, per_turn,
+                                                dlock_bench::dlock_statements("handoff-raw"))}}) {
+      into->insert(into->end(), samples.begin(), samples.end());
+    }
+  }
   {
-    // The samples of the six are interleaved, so that all see the same load on the machine.
+    // The samples of the seven are interleaved, so that all see the same load on the machine.
     auto fenced = dlock::make_provider(url);
     auto unfenced = dlock::make_provider(with_option(url, "fencing_sequence="));
     auto unrecorded = dlock::make_provider(with_option(url, "owners_table="));
@@ -157,34 +173,47 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
     auto unfenced_lock = unfenced->create_lock("uncontended");
     auto unrecorded_lock = unrecorded->create_lock("uncontended");
     dlock_bench::raw_libpq raw(url);
-    std::vector<double> trip, floor, fenced_floor, plain, bare, ours;
+    const auto same = dlock_bench::dlock_statements("uncontended-raw");
+    std::vector<double> trip, floor, fenced_floor, same_floor, plain, bare, ours;
     for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
       const double samples[] = {raw.round_trip_us(), raw.grant_and_release_us(false),
-                                raw.grant_and_release_us(true),
+                                raw.grant_and_release_us(true), raw.grant_and_release_us(same),
                                 uncontended(unfenced_lock, 1).front(),
                                 uncontended(unrecorded_lock, 1).front(),
                                 uncontended(fenced_lock, 1).front()};
       if (i < 0) continue;
-      for (auto [into, sample] : {std::pair{&trip, samples[0]}, std::pair{&floor, samples[1]},
-                                  std::pair{&fenced_floor, samples[2]},
-                                  std::pair{&plain, samples[3]}, std::pair{&bare, samples[4]},
-                                  std::pair{&ours, samples[5]}}) {
-        into->push_back(sample);
-      }
+      std::vector<double>* into[] = {&trip, &floor, &fenced_floor, &same_floor,
+                                     &plain, &bare,  &ours};
+      for (std::size_t k = 0; k < std::size(into); ++k) into[k]->push_back(samples[k]);
     }
-    const auto floor_summary = summarize(floor);
     const auto fenced_floor_summary = summarize(fenced_floor);
-    const auto plain_summary = summarize(plain);
+    const auto same_floor_summary = summarize(same_floor);
+    const auto bare_summary = summarize(bare);
     const auto ours_summary = summarize(ours);
     print_row("raw libpq SELECT 1 (one round trip)", summarize(trip), trip.size());
-    print_row("raw libpq try_advisory_lock + unlock (floor)", floor_summary, floor.size());
+    print_row("raw libpq try_advisory_lock + unlock (floor)", summarize(floor), floor.size());
     print_row("raw floor with nextval in the grant", fenced_floor_summary, fenced_floor.size());
-    print_row("dlock acquire+release, no fencing token", plain_summary, plain.size());
-    print_row("dlock acquire+release, token, no owner row", summarize(bare), bare.size());
-    print_row("dlock acquire+release, with fencing token", ours_summary, ours.size());
-    std::printf("%-44s median %9.2fx / %.2fx\n", "ratio to the floor (no token / token)",
-                plain_summary.median_us / floor_summary.median_us,
-                ours_summary.median_us / fenced_floor_summary.median_us);
+    print_row("raw libpq, dlock's statements (row, token)", same_floor_summary, same_floor.size());
+    print_row("dlock acquire+release, row, no token", summarize(plain), plain.size());
+    print_row("dlock acquire+release, token, no owner row", bare_summary, bare.size());
+    print_row("dlock acquire+release, row + token (default)", ours_summary, ours.size());
+    std::printf("%-44s median %9.2fx / %.2fx\n", "ratio to the same statements sent raw",
+                ours_summary.median_us / same_floor_summary.median_us,
+                bare_summary.median_us / fenced_floor_summary.median_us);
+    std::printf("%-44s\n", "  (default / no owner row against nextval floor)");
+  }
+  {
+    // Beside dlock's handoff: the same wake-up between two raw connections.
+    const auto bare_handoff = summarize(bare_handoff_samples);
+    const auto same_handoff = summarize(same_handoff_samples);
+    const auto ours_handoff = summarize(handoff_samples);
+    print_row("raw libpq handoff, advisory unlock -> lock", bare_handoff,
+              bare_handoff_samples.size());
+    print_row("raw libpq handoff, dlock's statements", same_handoff,
+              same_handoff_samples.size());
+    std::printf("%-44s median %9.2fx / %.2fx\n", "dlock handoff / raw handoff (bare / same)",
+                ours_handoff.median_us / bare_handoff.median_us,
+                ours_handoff.median_us / same_handoff.median_us);
   }
   print_generic_rows(url, handoff_samples, iterations);
   {

@@ -1,10 +1,22 @@
-// The PostgreSQL side of dlock-bench: the raw libpq floor and what many held locks cost.
+// The PostgreSQL side of dlock-bench: the raw libpq floors and what many held locks cost.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dlock_bench {
+
+/// What dlock sends for one lock, built by the backend's own sql.hpp (fencing sequence
+/// dlock_fencing, owners' table dlock_owners: the defaults), or the bare advisory-lock calls.
+struct lock_statements {
+  std::string grant;     ///< the uncontended attempt
+  std::string release;   ///< the unlock (and, recorded, the owner row's delete)
+  std::string waiting;   ///< sent before a blocking wait (the waiter's row); may be empty
+  std::string wait;      ///< the blocking wait
+};
+lock_statements dlock_statements(const std::string& name);
+lock_statements bare_statements(const std::string& name);
 
 /// One raw libpq connection, timing the statements an uncontended grant needs.
 class raw_libpq {
@@ -18,6 +30,8 @@ class raw_libpq {
   /// floor), or with `fenced`, the grant as dlock sends it:
   /// `SELECT CASE WHEN pg_try_advisory_lock(k) THEN nextval('dlock_fencing') END`.
   double grant_and_release_us(bool fenced);
+  /// Microseconds of `statements.grant` + `statements.release`, one round trip each.
+  double grant_and_release_us(const lock_statements& statements);
   /// Microseconds of one `SELECT 1`.
   double round_trip_us();
   /// Sessions the server has for clients that set application_name `application`.
@@ -27,5 +41,12 @@ class raw_libpq {
   struct connection;
   std::unique_ptr<connection> connection_;
 };
+
+/// The raw handoff floor: two connections, each on a thread of its own, take turns on one
+/// advisory lock. The holder waits until the other connection is blocked in `statements.wait`
+/// at the server (pg_locks), then sends `statements.release`; each sample is the time from
+/// sending the release to the waiter's statement returning, in microseconds.
+std::vector<double> raw_handoff_us(const std::string& url, int rounds,
+                                   const lock_statements& statements);
 
 }  // namespace dlock_bench

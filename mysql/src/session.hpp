@@ -1,15 +1,14 @@
 // Private to dlock::mysql: one pooled connection and the books kept on it.
 #pragma once
 
-#include <algorithm>
 #include <chrono>
-#include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
+
+#include <dlock/core/backend/session_grants.hpp>
 
 #include "connection.hpp"
 
@@ -23,7 +22,7 @@ struct mysql_session {
     std::string server_name;  // the named lock the keepalive asks IS_USED_LOCK about
     std::stop_source lost;
   };
-  std::map<std::uint64_t, grant> grants;  // by grant id
+  session_grants<grant> grants;
   // Resources of attempts sent but not answered yet: named locks are re-entrant per
   // connection, so a second attempt of one of them on this connection would be granted too.
   std::multiset<std::string> attempting;
@@ -31,10 +30,9 @@ struct mysql_session {
   // When the unanswered keepalive probe was sent; empty when none is outstanding.
   std::optional<std::chrono::steady_clock::time_point> probe_sent;
 
+  /// Holds `resource` or has an attempt of it in flight: two lookups, whatever it holds.
   bool holds_or_attempts(const std::string& resource) const {
-    return attempting.contains(resource) ||
-           std::any_of(grants.begin(), grants.end(),
-                       [&](const auto& g) { return g.second.resource == resource; });
+    return attempting.contains(resource) || grants.holds(resource);
   }
 };
 

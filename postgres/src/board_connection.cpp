@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "libpq_message.hpp"
+
 namespace dlock::postgres::detail {
 
 namespace {
@@ -56,7 +58,7 @@ bool board_connection::connect(std::chrono::steady_clock::time_point deadline, s
     if (status == PGRES_POLLING_FAILED || PQstatus(conn_) == CONNECTION_BAD ||
         !wait_socket(status == PGRES_POLLING_WRITING, deadline)) {
       const bool refused = status == PGRES_POLLING_FAILED || PQstatus(conn_) == CONNECTION_BAD;
-      why = refused ? PQerrorMessage(conn_) : "no connection to " + endpoint_ + " in time";
+      why = refused ? libpq_message(PQerrorMessage(conn_)) : "no connection to " + endpoint_ + " in time";
       drop();
       return false;
     }
@@ -101,7 +103,7 @@ query_result board_connection::send(const std::string& sql,
   }
   if (!PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(parameters.size()), types.data(),
                          values.data(), lengths.data(), formats.data(), 1)) {
-    query_result r = broken(PQerrorMessage(conn_));
+    query_result r = broken(libpq_message(PQerrorMessage(conn_)));
     drop();
     return r;
   }
@@ -134,7 +136,7 @@ query_result board_connection::send(const std::string& sql,
     }
     if (!PQconsumeInput(conn_)) break;
   }
-  query_result failed = broken(PQerrorMessage(conn_));
+  query_result failed = broken(libpq_message(PQerrorMessage(conn_)));
   drop();
   return failed;
 }

@@ -5,6 +5,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include "libpq_message.hpp"
+
 namespace dlock::postgres::detail {
 
 namespace {
@@ -14,6 +16,9 @@ std::string trimmed(const char* message) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return text;
 }
+
+// libpq's text of a connection that failed or broke, each reason once (libpq_message.hpp).
+std::string connection_message(PGconn* conn) { return libpq_message(PQerrorMessage(conn)); }
 
 }  // namespace
 
@@ -45,7 +50,7 @@ void pg_connection::connect(const char* const* keywords, const char* const* valu
     return;
   }
   if (PQstatus(conn_) == CONNECTION_BAD) {
-    fail(trimmed(PQerrorMessage(conn_)), false);
+    fail(connection_message(conn_), false);
     return;
   }
   // Notices (CREATE ... IF NOT EXISTS, the FATAL of a terminated session) would go to stderr;
@@ -87,7 +92,7 @@ void pg_connection::poll_connect(PostgresPollingStatusType status) {
       });
       return;
     default:
-      fail(trimmed(PQerrorMessage(conn_)), false);
+      fail(connection_message(conn_), false);
       return;
   }
 }
@@ -127,7 +132,7 @@ void pg_connection::send_next() {
   running_.emplace(std::move(queue_.front()));
   queue_.pop_front();
   if (!PQsendQuery(conn_, running_->sql.c_str())) {
-    fail(trimmed(PQerrorMessage(conn_)), true);
+    fail(connection_message(conn_), true);
     return;
   }
   flush();
@@ -136,7 +141,7 @@ void pg_connection::send_next() {
 void pg_connection::flush() {
   const int pending = PQflush(conn_);
   if (pending < 0) {
-    fail(trimmed(PQerrorMessage(conn_)), true);
+    fail(connection_message(conn_), true);
   } else if (pending > 0) {
     socket_->async_wait(boost::asio::posix::descriptor_base::wait_write,
                         [weak = weak_from_this()](boost::system::error_code ec) {
@@ -166,7 +171,7 @@ void pg_connection::on_readable() {
   auto keep = shared_from_this();
   if (state_ != state::ready) return;
   if (!PQconsumeInput(conn_) || PQstatus(conn_) == CONNECTION_BAD) {
-    fail(trimmed(PQerrorMessage(conn_)), true);
+    fail(connection_message(conn_), true);
     return;
   }
   if (!deliver_notifications()) return;
@@ -217,7 +222,7 @@ void pg_connection::collect_results() {
         break;
     }
     if (PQstatus(conn_) == CONNECTION_BAD) {
-      fail(trimmed(PQerrorMessage(conn_)), true);
+      fail(connection_message(conn_), true);
       return;
     }
   }

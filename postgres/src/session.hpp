@@ -2,13 +2,13 @@
 #pragma once
 
 #include <chrono>
-#include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <stop_token>
 #include <string>
+
+#include <dlock/core/backend/session_grants.hpp>
 
 #include "pg_connection.hpp"
 
@@ -21,7 +21,7 @@ struct pg_session {
     std::string resource;
     std::stop_source lost;
   };
-  std::map<std::uint64_t, grant> grants;  // by grant id
+  session_grants<grant> grants;
   // Resources of attempts sent but not answered yet: advisory locks are re-entrant per session,
   // so a second attempt of one of them on this session would be granted too.
   std::multiset<std::string> attempting;
@@ -29,9 +29,10 @@ struct pg_session {
   // When the unanswered keepalive probe was sent; empty when none is outstanding.
   std::optional<std::chrono::steady_clock::time_point> probe_sent;
 
-  bool holds(const std::string& resource) const;
-  /// Holds `resource` or has an attempt of it in flight.
-  bool holds_or_attempts(const std::string& resource) const;
+  /// Holds `resource` or has an attempt of it in flight: two lookups, whatever it holds.
+  bool holds_or_attempts(const std::string& resource) const {
+    return attempting.contains(resource) || grants.holds(resource);
+  }
 };
 
 }  // namespace dlock::postgres::detail

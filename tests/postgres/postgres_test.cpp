@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <future>
+#include <string>
 #include <thread>
 #include <vector>
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
@@ -98,8 +99,23 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[postgr
                   std::invalid_argument);
 }
 
+namespace {
+
+// A message repeats itself when some 24 characters of it come twice (libpq writes one reason
+// per address and per TLS try).
+bool says_something_twice(const std::string& message) {
+  constexpr std::size_t span = 24;
+  for (std::size_t at = 0; at + span <= message.size(); ++at) {
+    if (message.find(message.substr(at, span), at + 1) != std::string::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 TEST_CASE("an unreachable server, an unknown user or database is a connection_error naming "
-          "the endpoint and never the password, within the connect timeout",
+          "the endpoint once, saying why once and never the password, within the connect "
+          "timeout",
           "[postgres]") {
   const auto server = support::endpoint_hosts(server_url()).front();
   const std::string at = "127.0.0.1:" + std::to_string(server.port);
@@ -108,6 +124,10 @@ TEST_CASE("an unreachable server, an unknown user or database is a connection_er
   };
   for (const auto& [url, fragment] : std::vector<endpoint_case>{
            {"postgres://dlock:s3cret-pw@127.0.0.1:1/dlock_test", "127.0.0.1:1"},
+           // Two servers, one reason (libpq writes it for each, as for each address of a name
+           // and each TLS try).
+           {"postgres://dlock:s3cret-pw@127.0.0.1:1,127.0.0.1:2/dlock_test",
+            "127.0.0.1,127.0.0.1:1,2"},
            {"postgres://nobody:s3cret-pw@" + at + "/dlock_test", at},
            {"postgres://dlock:s3cret-pw@" + at + "/no_such_database", "no_such_database"},
            // A TEST-NET-1 address (RFC 5737): never answers, so only the timeout ends it.
@@ -124,6 +144,7 @@ TEST_CASE("an unreachable server, an unknown user or database is a connection_er
     }
     CHECK(std::chrono::steady_clock::now() - started < 3s);
     CHECK_THAT(message, Catch::Contains(fragment) && !Catch::Contains("s3cret-pw"));
+    CHECK_FALSE(says_something_twice(message));
   }
 }
 

@@ -18,7 +18,7 @@ namespace dlock {
 ///
 /// `Derived` (CRTP) is the backend's pool: it derives from std::enable_shared_from_this and
 /// has open_session(), which opens a session, adds it to sessions_ and returns it. A `Session`
-/// has `reserved`, `grants` (a map from grant id to a `Session::grant` with a std::stop_source
+/// has `reserved`, `grants` (a session_grants of `Session::grant`, which has a std::stop_source
 /// `lost`) and a `connection` with broken(), busy(), close(), abandon(std::string) and
 /// execute(sql, handler(result)), the result having ok(), connection_broken and message.
 /// One spare session that holds nothing is kept; more are closed. The pool's thread only.
