@@ -105,6 +105,10 @@ summary summarize(std::vector<double> samples) {
   return {at(0.5), at(0.99)};
 }
 
+std::string with_option(const std::string& url, const std::string& option) {
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + option;
+}
+
 void print_row(const std::string& what, const summary& s, std::size_t n) {
   std::printf("%-44s median %9.2f us   p99 %9.2f us   (n=%zu)\n", what.c_str(), s.median_us,
               s.p99_us, n);

@@ -35,6 +35,9 @@ summary summarize(std::vector<double> samples);
 /// One line: "<what>  median .. us  p99 .. us  (n=..)".
 void print_row(const std::string& what, const summary& s, std::size_t n);
 
+/// `url` with the query option `option` ("name=value") added.
+std::string with_option(const std::string& url, const std::string& option);
+
 /// acquire() + release of `lock`, `iterations` times; the time of each, in microseconds.
 std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations);
 

@@ -130,10 +130,6 @@ void print_generic_rows(const std::string& url, const std::vector<double>& hando
 }
 
 #if DLOCK_HAS_POSTGRES
-std::string with_option(const std::string& url, const std::string& option) {
-  return url + (url.find('?') == std::string::npos ? "?" : "&") + option;
-}
-
 long resident_kib() {
   long pages = 0, resident = 0;
   if (std::FILE* statm = std::fopen("/proc/self/statm", "r")) {

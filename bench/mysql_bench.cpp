@@ -7,7 +7,8 @@
 // floor: `SELECT GET_LOCK(name, 0)` + `SELECT RELEASE_LOCK(name)` on one raw blocking
 //   connection: the two round trips an uncontended grant needs at least; "with token" adds
 //   dlock's grant batch (GET_LOCK, then NEXTVAL of the fencing sequence, one round trip).
-// uncontended: dlock acquire() + release of one lock, N times, in the same run.
+// uncontended: dlock acquire() + release of one lock, N times, in the same run; the samples
+//   interleaved with those of a provider with `grant_table=` (no grant row for the inspector).
 // handoff: two processes take turns on one lock; each sample is the time from the holder
 //   starting release() to the waiter's acquire() returning.
 // docs/benchmarks.md records the figures and the command that produced them.
@@ -107,9 +108,20 @@ int main(int argc, char** argv) try {
          "DO RELEASE_LOCK('" + name + "')"}));
   }
   auto provider = dlock::make_provider(url);
+  auto unrecorded = dlock::make_provider(with_option(url, "grant_table="));
   auto lock = provider->create_lock("bench-dlock");
-  uncontended(lock, iterations / 10);  // warm-up: connections opened, sequence created
-  const auto ours = summarize(uncontended(lock, iterations));
+  auto unrecorded_lock = unrecorded->create_lock("bench-dlock-unrecorded");
+  // Interleaved, so that both see the same load on the machine; the first tenth warms up
+  // (connections opened, sequence and grant table created).
+  std::vector<double> recorded_samples, unrecorded_samples;
+  for (int i = -iterations / 10; i < iterations; ++i) {
+    const double recorded_us = uncontended(lock, 1).front();
+    const double unrecorded_us = uncontended(unrecorded_lock, 1).front();
+    if (i < 0) continue;
+    recorded_samples.push_back(recorded_us);
+    unrecorded_samples.push_back(unrecorded_us);
+  }
+  const auto ours = summarize(recorded_samples);
   const auto floor_summary = summarize(floor);
   const auto fenced_summary = summarize(fenced);
 
@@ -117,6 +129,8 @@ int main(int argc, char** argv) try {
   print_row("raw GET_LOCK + RELEASE_LOCK (floor)", floor_summary, floor.size());
   print_row("raw floor with the token batch", fenced_summary, fenced.size());
   print_row("dlock acquire() + release()", ours, static_cast<std::size_t>(iterations));
+  print_row("the same, grant_table= (no grant row)", summarize(unrecorded_samples),
+            unrecorded_samples.size());
   std::printf("%-44s median %9.2fx / %.2fx\n", "ratio to the floor (no token / token)",
               ours.median_us / floor_summary.median_us, ours.median_us / fenced_summary.median_us);
   print_row("handoff between two processes", turns, static_cast<std::size_t>(handoffs));

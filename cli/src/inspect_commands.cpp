@@ -32,7 +32,8 @@ const char* const inspect_help =
     "those held at least that long; --watch redraws the list every 2 seconds until\n"
     "interrupted. inspect shows one name's holders and waiters. break frees NAME behind its\n"
     "holders' backs and fences them out (their handles are lost, the next token is higher);\n"
-    "on a terminal it asks first, --yes does not ask. Without URL, $DLOCK_URL is used.\n"
+    "on a terminal it asks first, --yes does not ask (and is needed when stdin is not a\n"
+    "terminal). Without URL, $DLOCK_URL is used.\n"
     "exit status: 0 done; 1 break declined; 64 usage error; 69 backend unreachable, failing,\n"
     "or unable to inspect. Details: docs/cli.md.\n";
 
@@ -119,6 +120,11 @@ bool confirmed(const lock_inspection& found) {
 }
 
 int run(const inspect_args& args) {
+  // A script that forgot --yes must not break a lock nobody agreed to break.
+  if (args.command == "break" && !args.yes && ::isatty(STDIN_FILENO) != 1) {
+    throw usage_error("break asks before it frees a lock, and stdin is not a terminal to ask "
+                      "on: add --yes to break '" + args.name + "' without asking");
+  }
   const auto locks = make_provider(args.url);
   if (args.command == "ls") return list(*locks, args);
   if (args.command == "inspect") {
@@ -127,7 +133,7 @@ int run(const inspect_args& args) {
     std::cout << (args.json ? to_json(found, now) + "\n" : inspect_screen(found, now));
     return 0;
   }
-  if (!args.yes && ::isatty(STDIN_FILENO) == 1 && !confirmed(locks->inspect(args.name))) {
+  if (!args.yes && !confirmed(locks->inspect(args.name))) {
     std::cerr << "dlock: not broken\n";
     return 1;
   }

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <algorithm>
+#include <charconv>
 #include <stdexcept>
 #include <vector>
 
@@ -100,6 +101,23 @@ std::string escape_segment(std::string_view name, std::size_t max_bytes, bool ke
   }
   escaped.resize(cut);
   return escaped + suffix;
+}
+
+std::string unescape_segment(std::string_view escaped) {
+  if (escaped.find('~') != std::string_view::npos) return std::string(escaped);
+  std::string name;
+  for (std::size_t at = 0; at < escaped.size(); ++at) {
+    unsigned byte = 0;
+    const char* hex = escaped.data() + at + 1;
+    if (escaped[at] == '%' && at + 2 < escaped.size() &&
+        std::from_chars(hex, hex + 2, byte, 16).ptr == hex + 2) {
+      name += static_cast<char>(byte);
+      at += 2;
+    } else {
+      name += escaped[at];
+    }
+  }
+  return name;
 }
 
 std::string sha1_hex(std::string_view data) {

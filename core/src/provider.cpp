@@ -65,12 +65,16 @@ lock_inspection provider::inspect(std::string_view name) const {
 
 std::vector<lock_inspection> provider::list_locks(std::string_view prefix) const {
   auto found = service_->backend().list_locks(std::string(prefix));
-  // Held longest first; names nobody holds (only waited for) last, by name.
+  // Held longest first; names held since an unknown time (etcd keeps none) next, in the
+  // backend's order (etcd's: oldest key first); names nobody holds (only waited for) last, by
+  // name.
   std::stable_sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
     const auto a_since = a.held_since();
     const auto b_since = b.held_since();
     if (a_since.has_value() != b_since.has_value()) return a_since.has_value();
     if (a_since && *a_since != *b_since) return *a_since < *b_since;
+    if (!a_since && a.held() != b.held()) return a.held();
+    if (!a_since && a.held()) return false;
     return a.name < b.name;
   });
   return found;

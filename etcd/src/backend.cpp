@@ -135,9 +135,10 @@ std::optional<std::uint32_t> etcd_backend::current_count(const acquire_request& 
             queue.push_back({kv.key(), kv.value(), kv.create_revision()});
           }
           for (const contender& c : queue) {
-            if (c.value != std::to_string(request.max_count)) {
+            const auto recorded = recorded_max_count(c.value);
+            if (recorded != request.max_count) {
               reply.set_error(std::make_exception_ptr(self->max_count_mismatch(
-                  request, std::stoull("0" + c.value), "in the value of key " + c.key)));
+                  request, recorded.value_or(0), "in the value of key " + c.key)));
               return;
             }
           }

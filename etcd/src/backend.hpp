@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
+#include <vector>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +25,11 @@
 #include "watcher.hpp"
 
 namespace dlock::etcd::detail {
+
+/// The keys of one name's queues, by kind, each in create-revision order (inspector.cpp).
+using queues_by_kind = std::map<primitive, std::vector<::mvccpb::KeyValue>>;
+/// The time left on each lease asked about (nullopt: gone).
+using time_left_by_lease = std::map<std::int64_t, std::optional<std::chrono::nanoseconds>>;
 
 class etcd_backend final : public dlock::backend,
                            public std::enable_shared_from_this<etcd_backend> {
@@ -43,6 +50,14 @@ class etcd_backend final : public dlock::backend,
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
   /// Not connected while the lease's keepalives go unanswered or a lost lease is not replaced.
   provider_health health() const override;
+
+  /// What the queues show of `name` (inspector.cpp): its keys' owners, create revisions
+  /// (tokens) and leases' time left; `since` stays empty (etcd keeps no time per key).
+  lock_inspection inspect(const std::string& name) override;
+  /// A range read of the prefix, names unescaped.
+  std::vector<lock_inspection> list_locks(const std::string& prefix) override;
+  /// Deletes the holders' keys; their watches mark them lost, waiters move up.
+  void break_lock(const std::string& name) override;
 
   const options& settings() const noexcept { return options_; }
   /// The board of leader elections (election_board.cpp).
@@ -69,6 +84,13 @@ class etcd_backend final : public dlock::backend,
  private:
   static constexpr std::chrono::milliseconds delete_retry{200};
   void delete_later(const std::string& key, std::int64_t lease_id);
+
+  /// Reads the name's lock, reader-writer and semaphore queues (and upgrade gate) in one Txn.
+  queues_by_kind read_queues(const std::string& name, bool with_gate);
+  lock_inspection inspection_of(const std::string& name, const queues_by_kind& queues,
+                                time_left_by_lease& leases);
+  /// Throws connection_error "<what> failed: <status>" unless `status` is ok.
+  void check(const grpc::Status& status, std::string_view what, std::string_view name) const;
 
   options options_;
   std::unique_ptr<etcd_client> client_;

@@ -342,6 +342,16 @@ grpc::Status etcd_client::revoke_now(std::int64_t lease_id, std::chrono::nanosec
   });
 }
 
+grpc::Status etcd_client::time_to_live_now(std::int64_t lease_id,
+                                           pb::LeaseTimeToLiveResponse& response,
+                                           std::chrono::nanoseconds timeout) {
+  pb::LeaseTimeToLiveRequest request;
+  request.set_id(lease_id);
+  return blocking(timeout, [&](grpc::ClientContext* context) {
+    return lease_->LeaseTimeToLive(context, request, &response);
+  });
+}
+
 void etcd_client::grant(pb::LeaseGrantRequest request, std::chrono::nanoseconds timeout,
                         reply_handler<pb::LeaseGrantResponse> done) {
   unary(std::move(request), timeout,

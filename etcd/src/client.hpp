@@ -70,6 +70,10 @@ class etcd_client {
                          std::chrono::nanoseconds timeout);
   /// Revokes lease `lease_id` on the calling thread (a blocking call), waiting up to `timeout`.
   grpc::Status revoke_now(std::int64_t lease_id, std::chrono::nanoseconds timeout);
+  /// Asks for the time left on lease `lease_id` (LeaseTimeToLive) on the calling thread (a
+  /// blocking call), waiting up to `timeout`.
+  grpc::Status time_to_live_now(std::int64_t lease_id, pb::LeaseTimeToLiveResponse& response,
+                                std::chrono::nanoseconds timeout);
 
   pb::Watch::Stub& watch_stub() { return *watch_; }
   pb::Lease::Stub& lease_stub() { return *lease_; }

@@ -15,6 +15,7 @@ constexpr std::size_t max_escaped_bytes = 200;
 
 constexpr std::string_view read_value = "read";
 constexpr std::string_view write_value = "write";
+constexpr char owner_separator = '\n';
 
 std::string_view kind_segment(primitive kind) {
   switch (kind) {
@@ -60,18 +61,32 @@ std::string contender_key(std::string_view queue, std::int64_t lease_id, std::ui
 }
 
 std::string contender_value(const acquire_request& request) {
+  const auto marked = [&](std::string mark) {
+    return request.owner.empty() ? mark : mark + owner_separator + request.owner;
+  };
   switch (request.kind) {
     case primitive::lock:
-      return "";
+      return request.owner;
     case primitive::reader_writer_lock:
-      return std::string(request.mode == lock_mode::shared ? read_value : write_value);
+      return marked(std::string(request.mode == lock_mode::shared ? read_value : write_value));
     case primitive::semaphore:
-      return std::to_string(request.max_count);
+      return marked(std::to_string(request.max_count));
     case primitive::upgrade_gate:
     case primitive::election:
       return "";
   }
   return "";
+}
+
+contender_record parse_value(primitive kind, std::string_view value) {
+  if (kind == primitive::lock) return {{}, value};
+  const auto separator = value.find(owner_separator);
+  if (separator == std::string_view::npos) return {value, {}};
+  return {value.substr(0, separator), value.substr(separator + 1)};
+}
+
+std::optional<std::uint64_t> recorded_max_count(std::string_view value) {
+  return parse_count(parse_value(primitive::semaphore, value).mark);
 }
 
 verdict queue_verdict(const acquire_request& request, std::string_view own_key,
@@ -82,7 +97,7 @@ verdict queue_verdict(const acquire_request& request, std::string_view own_key,
   verdict result;
   if (request.kind == primitive::semaphore) {
     for (const contender& c : queue) {
-      auto count = parse_count(c.value);
+      auto count = recorded_max_count(c.value);
       if (count && *count != request.max_count) {
         result.other_max_count = *count;
         return result;
@@ -97,7 +112,7 @@ verdict queue_verdict(const acquire_request& request, std::string_view own_key,
       request.kind == primitive::reader_writer_lock && request.mode == lock_mode::shared;
   for (auto it = own; it != queue.begin();) {
     --it;
-    if (reader && it->value == read_value) continue;
+    if (reader && parse_value(request.kind, it->value).mark == read_value) continue;
     result.next = verdict::action::wait_for_key;
     result.key = it->key;  // the nearest blocker: its delete is the next event that matters
     result.key_revision = it->create_revision;

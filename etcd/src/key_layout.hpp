@@ -25,9 +25,22 @@ std::string queue_prefix(std::string_view base, primitive kind, std::string_view
 /// with `_<n>` appended for the n-th concurrent use of one queue by one provider (n > 0).
 std::string contender_key(std::string_view queue, std::int64_t lease_id, std::uint64_t n);
 
-/// What a contender's key holds: empty for the lock (as concurrency.Mutex), "read" or "write"
-/// for the reader-writer lock, the decimal max_count for the semaphore.
+/// What a contender's key holds: for the lock, the owner alone (concurrency.Mutex writes an
+/// empty value and never reads it); for the reader-writer lock "read" or "write", for the
+/// semaphore the decimal max_count, each followed by '\n' and the owner when there is one (an
+/// owner holds no control character). Upgrade gates and election candidates hold nothing.
 std::string contender_value(const acquire_request& request);
+
+/// A contender's value taken apart: the mark ("read", "write", the max_count; empty for a
+/// lock) and the owner.
+struct contender_record {
+  std::string_view mark;
+  std::string_view owner;
+};
+contender_record parse_value(primitive kind, std::string_view value);
+
+/// The max_count a semaphore contender's value records, if it is one.
+std::optional<std::uint64_t> recorded_max_count(std::string_view value);
 
 /// One key of a queue, as a listing shows it.
 struct contender {

@@ -67,6 +67,10 @@ class backend_fixture {
   /// yet, it would SCAN every master).
   virtual bool lists_locks() const { return inspects(); }
 
+  /// Whether inspect() shows when each grant was made (etcd keeps no time per key; list_locks
+  /// then orders by the backend's own measure of age).
+  virtual bool inspect_sees_since() const { return true; }
+
   /// Whether inspect() shows the owner of every holder and waiter. The file backend stores one
   /// owner record per lock file, written by its exclusive holder: readers show their process.
   virtual bool inspect_sees_every_owner() const { return true; }

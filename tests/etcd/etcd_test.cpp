@@ -121,6 +121,47 @@ TEST_CASE("dlock waits while etcdctl lock holds the lock, and takes it once etcd
   CHECK(held);
 }
 
+TEST_CASE("inspect reads the owner from the key's value, the lease's time left, and sees "
+          "etcdctl's holder and dlock's waiter in queue order",
+          "[etcd][interop][inspect]") {
+  const std::string prefix = unique_name("inspect") + "/";
+  auto etcd = make_etcd(prefix);
+  auto observer = make_etcd(prefix);
+  const std::string queue = etcd->lock_key_prefix("a/b c");  // the name escaped: a%2Fb%20c/
+  auto other = std::make_unique<etcdctl_lock>(queue.substr(0, queue.size() - 1));
+  REQUIRE(other->process.read_line(10s));
+  auto lock = etcd->create_lock("a/b c").with_owner("queued job");
+  auto waiting = lock.async_acquire(20s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return observer->inspect("a/b c").waiters.size() == 1; }));
+
+  auto found = observer->inspect("a/b c");
+  REQUIRE(found.holders.size() == 1);
+  CHECK(found.holders.front().owner.empty());  // etcdctl writes no owner
+  CHECK_FALSE(found.holders.front().since);    // etcd keeps no time per key
+  const auto& waiter = found.waiters.front();
+  CHECK(waiter.owner == "queued job");
+  // Queue order is create-revision order; the waiter's key is younger.
+  CHECK(waiter.fencing_token > found.holders.front().fencing_token);
+  REQUIRE(waiter.lease_left);
+  CHECK(*waiter.lease_left > 0s);
+  CHECK(*waiter.lease_left <= 3s);
+
+  const auto listed = observer->list_locks("a/");
+  REQUIRE(listed.size() == 1);
+  CHECK(listed.front().name == "a/b c");
+
+  other.reset();  // etcdctl unlocks: the waiter holds, with its key's create revision
+  auto held = waiting.get();
+  found = observer->inspect("a/b c");
+  REQUIRE(found.holders.size() == 1);
+  CHECK(found.holders.front().fencing_token == held.fencing_token());
+  // The owner is the value of dlock's key, which etcdctl lock ignores.
+  const auto keys = support::etcd_keys(endpoints(), prefix);
+  REQUIRE(keys.size() == 1);
+  CHECK(support::etcdctl(endpoints(), {"get", keys[0], "--print-value-only"}) ==
+        "queued job\n");
+}
+
 TEST_CASE("etcdctl elect and dlock take part in one election: each sees the other lead, in "
           "terms of create revisions",
           "[etcd][interop][election]") {

@@ -68,3 +68,14 @@ TEST_CASE("quote_for_message escapes control bytes and shortens long names", "[c
   CHECK(dlock::naming::quote_for_message("a\nb") == "a\\x0Ab");
   CHECK(dlock::naming::quote_for_message(std::string(100, 'x')).size() == 83);
 }
+
+TEST_CASE("unescape_segment undoes escape_segment, except for a name cut to its hash",
+          "[core][naming]") {
+  using dlock::naming::unescape_segment;
+  for (const std::string name : {"job", "a/b c", ".hidden", "100%", "\xF0\x9F\x94\x92 lock"}) {
+    CHECK(unescape_segment(escape_segment(name, 200, false)) == name);
+    CHECK(unescape_segment(escape_segment(name, 200, true)) == name);
+  }
+  const std::string cut = escape_segment(std::string(300, '/'), 200, false);
+  CHECK(unescape_segment(cut) == cut);
+}

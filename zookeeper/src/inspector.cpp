@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include <dlock/core/backend/naming.hpp>
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
@@ -78,25 +79,6 @@ lock_party party_of(const contender& c, const zk_reply& node) {
       .fencing_token = static_cast<std::uint64_t>(node.czxid),
       .since = std::chrono::system_clock::time_point(std::chrono::milliseconds(node.ctime)),
       .owner = node.data};
-}
-
-// The name behind a child of the base path (naming::escape_segment undone); a name cut to a
-// hash cannot be undone and is returned as it is.
-std::string name_of_child(std::string_view child) {
-  if (child.find('~') != std::string_view::npos) return std::string(child);
-  std::string name;
-  for (std::size_t at = 0; at < child.size(); ++at) {
-    unsigned byte = 0;
-    const char* hex = child.data() + at + 1;
-    if (child[at] == '%' && at + 2 < child.size() &&
-        std::from_chars(hex, hex + 2, byte, 16).ptr == hex + 2) {
-      name += static_cast<char>(byte);
-      at += 2;
-    } else {
-      name += child[at];
-    }
-  }
-  return name;
 }
 
 // Every contender of `name` (with the upgrade gate's holder when `with_gate`), from one
@@ -179,7 +161,7 @@ std::vector<lock_inspection> zookeeper_backend::list_locks(const std::string& pr
   }
   std::vector<lock_inspection> found;
   for (const std::string& child : children.children) {
-    const std::string name = name_of_child(child);
+    const std::string name = naming::unescape_segment(child);
     if (!name.starts_with(prefix)) continue;
     lock_inspection one = inspect(name);
     if (one.held() || !one.waiters.empty()) found.push_back(std::move(one));

@@ -62,6 +62,10 @@ class etcd_fixture final : public backend_fixture {
   // Every waiter queues a key.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
 
+  bool inspects() const override { return true; }
+  // etcd keeps no time per key.
+  bool inspect_sees_since() const override { return false; }
+
   void acquire_from_unreachable_endpoint() override {
     auto etcd = std::make_shared<dlock::etcd::provider>(dlock::etcd::options{
         .endpoints = unreachable_endpoint(), .connect_timeout = 1s});

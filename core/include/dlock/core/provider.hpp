@@ -121,8 +121,9 @@ class provider : public lock_provider,
   lock_inspection inspect(std::string_view name) const;
 
   /// inspect() of every name that begins with `prefix` (empty: all) and is held or waited
-  /// for, held longest first. Throws as inspect(), and unsupported_operation where the backend
-  /// cannot list names.
+  /// for, held longest first (where the backend knows no start, as etcd: in the backend's
+  /// order of age, after the names it does know). Throws as inspect(), and
+  /// unsupported_operation where the backend cannot list names.
   std::vector<lock_inspection> list_locks(std::string_view prefix = {}) const;
 
   /// For an administrator: frees `name` (its lock or reader-writer lock, semaphore slots and

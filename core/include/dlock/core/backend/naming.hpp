@@ -27,6 +27,10 @@ void validate_name(std::string_view name);
 /// Requires: `name` valid (validate_name).
 std::string escape_segment(std::string_view name, std::size_t max_bytes, bool keep_non_ascii);
 
+/// The name behind an escape_segment() result, for listings that find names by their keys;
+/// a result cut to a hash (it holds '~') cannot be undone and is returned as it is.
+std::string unescape_segment(std::string_view escaped);
+
 /// The SHA-1 digest of `data` as 40 lowercase hex digits.
 std::string sha1_hex(std::string_view data);
 
