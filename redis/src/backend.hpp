@@ -59,7 +59,7 @@ class redis_backend final : public dlock::backend,
   /// in a cluster: commands are routed by slot on the network thread).
   bool acquires_inline() const noexcept override { return on_callers_thread(); }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
-  /// One server, Sentinel or a Cluster, without plain keys; RedLock has no elections yet.
+  /// Any deployment (RedLock's by majority) without plain keys.
   std::shared_ptr<election_board> elections() override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
