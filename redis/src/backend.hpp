@@ -59,7 +59,7 @@ class redis_backend final : public dlock::backend,
   /// in a cluster: commands are routed by slot on the network thread).
   bool acquires_inline() const noexcept override { return on_callers_thread(); }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
-  /// Any deployment (RedLock's by majority) without plain keys.
+  /// Any deployment (RedLock's by majority), in either key mode (keys.hpp).
   std::shared_ptr<election_board> elections() override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;

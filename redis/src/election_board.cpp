@@ -278,9 +278,6 @@ class redis_election_board final : public election_board {
 }  // namespace
 
 std::shared_ptr<election_board> redis_backend::elections() {
-  // Plain keys map a name to one key only, the lock's: no room for an election's own lock and
-  // record (docs/redis.md, "Plain keys").
-  if (options_.plain_keys) return nullptr;
   return std::make_shared<redis_election_board>(shared_from_this(), on_callers_thread());
 }
 
