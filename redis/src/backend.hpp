@@ -65,7 +65,8 @@ class redis_backend final : public dlock::backend,
                                                    acquire_completion done) override;
   // inspector.cpp: the grants and owners every node shows; a break deletes them all.
   lock_inspection inspect(const std::string& name) override;
-  /// SCANs every node for the names' fencing counters, then inspects each; not in a cluster yet.
+  /// SCANs every node (a Cluster: every master) for the names' fencing counters, then
+  /// inspects each.
   std::vector<lock_inspection> list_locks(const std::string& prefix) override;
   void break_lock(const std::string& name) override;
 
@@ -107,6 +108,8 @@ class redis_backend final : public dlock::backend,
     return nodes_->size() == 1 && !nodes_->sentinel() && !nodes_->routed_by_slot();
   }
   void follow_sentinel();
+  // inspector.cpp: the nodes list_locks SCANs, and how many of them must answer.
+  std::pair<std::vector<node*>, std::size_t> scanned_nodes(const std::string& prefix);
 };
 
 }  // namespace dlock::redis::detail
