@@ -59,13 +59,14 @@ class redis_backend final : public dlock::backend,
   /// in a cluster: commands are routed by slot on the network thread).
   bool acquires_inline() const noexcept override { return on_callers_thread(); }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
-  /// One server, Sentinel or a Cluster, without plain keys; RedLock has no elections yet.
+  /// Any deployment (RedLock's by majority), in either key mode (keys.hpp).
   std::shared_ptr<election_board> elections() override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
   // inspector.cpp: the grants and owners every node shows; a break deletes them all.
   lock_inspection inspect(const std::string& name) override;
-  /// SCANs every node for the names' fencing counters, then inspects each; not in a cluster yet.
+  /// SCANs every node (a Cluster: every master) for the names' fencing counters, then
+  /// inspects each.
   std::vector<lock_inspection> list_locks(const std::string& prefix) override;
   void break_lock(const std::string& name) override;
 
@@ -112,6 +113,8 @@ class redis_backend final : public dlock::backend,
     return nodes_->size() == 1 && !nodes_->sentinel() && !nodes_->routed_by_slot();
   }
   void follow_sentinel();
+  // inspector.cpp: the nodes list_locks SCANs, and how many of them must answer.
+  std::pair<std::vector<node*>, std::size_t> scanned_nodes(const std::string& prefix);
 };
 
 }  // namespace dlock::redis::detail

@@ -89,6 +89,33 @@ void cluster_router::for_each_node(const std::function<void(node&)>& visit) {
   for (auto& [where, n] : nodes_) visit(*n);
 }
 
+std::vector<node*> cluster_router::known_masters() const {
+  std::vector<node*> masters;
+  for (node* master : slots_) {
+    if (master && std::find(masters.begin(), masters.end(), master) == masters.end()) {
+      masters.push_back(master);
+    }
+  }
+  return masters;
+}
+
+void cluster_router::masters(masters_handler done) {
+  if (map_loaded_) {
+    done(known_masters(), std::nullopt);
+    return;
+  }
+  // A routed command waits for the map (slot 0's master answers it).
+  command({"PING"}, [this, alive = std::weak_ptr<bool>(alive_),
+                     done = std::move(done)](command_result result) mutable {
+    if (alive.expired()) return;
+    if (!map_loaded_) {
+      done({}, result.failure.value_or("no slot map"));
+      return;
+    }
+    done(known_masters(), std::nullopt);
+  });
+}
+
 void cluster_router::eval(const script& which, const key_set& keys,
                           const std::vector<std::string>& arguments, reply_handler done) {
   eval_with([this](std::vector<std::string> command,
@@ -186,12 +213,7 @@ void cluster_router::refresh() {
   refreshing_ = true;
   refresh_again_ = false;
   // The masters of the map first (they know it best), then the seeds.
-  std::vector<node*> candidates;
-  for (node* master : slots_) {
-    if (master && std::find(candidates.begin(), candidates.end(), master) == candidates.end()) {
-      candidates.push_back(master);
-    }
-  }
+  std::vector<node*> candidates = known_masters();
   for (const auto& seed : seeds_) {
     node* n = &node_at(seed.host, seed.port);
     if (std::find(candidates.begin(), candidates.end(), n) == candidates.end()) {

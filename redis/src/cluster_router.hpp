@@ -17,6 +17,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,11 @@ class cluster_router {
   node& node_for(const std::string& key);
   /// Every node known so far (an unsubscription goes to each, wherever the map put it).
   void for_each_node(const std::function<void(node&)>& visit);
+  /// The masters of the slot map, asked for first when none is known yet: `done` gets them, or
+  /// none and why no node gave a map.
+  using masters_handler =
+      dlock::detail::unique_function<void(std::vector<node*>, std::optional<std::string>)>;
+  void masters(masters_handler done);
 
  private:
   struct routed;
@@ -66,6 +72,7 @@ class cluster_router {
                      std::vector<std::string> failures);
   void map_known(std::vector<std::string> failures);
   node& node_at(const std::string& host, std::uint16_t port);
+  std::vector<node*> known_masters() const;
 
   boost::asio::any_io_executor executor_;
   std::vector<server_settings> seeds_;

@@ -105,19 +105,46 @@ lock_inspection redis_backend::inspect(const std::string& name) {
       });
 }
 
-// A held name is on a majority of the nodes, so the names that a majority's SCANs found
-// include it. SCAN walks a node in steps (COUNT per call), never blocking it like KEYS.
+// Where list_locks SCANs and how many must answer: RedLock's nodes, a majority (a held name
+// is on a majority, so the names that a majority's SCANs found include it); a Cluster's
+// masters, every one (each name lives on one of them).
+std::pair<std::vector<node*>, std::size_t> redis_backend::scanned_nodes(const std::string& prefix) {
+  if (!nodes_->routed_by_slot()) {
+    std::vector<node*> all;
+    for (std::size_t i = 0; i < nodes_->size(); ++i) all.push_back(&nodes_->at(i));
+    return {all, nodes_->majority()};
+  }
+  auto masters = call_and_wait<std::vector<node*>>(
+      network_->executor(), options_.release_timeout,
+      message("list_locks('" + prefix + "'): no answer from the cluster"),
+      [this, prefix](const blocking_reply<std::vector<node*>>& reply) {
+        nodes_->cluster_masters([this, reply, prefix](std::vector<node*> found,
+                                                      std::optional<std::string> failure) {
+          if (failure) {
+            reply.set_error(std::make_exception_ptr(
+                connection_error(message("list_locks('" + prefix + "'): " + *failure))));
+          } else {
+            reply.set_value(std::move(found));
+          }
+        });
+      });
+  const std::size_t count = masters.size();
+  return {std::move(masters), count};
+}
+
+// SCAN walks a node in steps (COUNT per call), never blocking it like KEYS; a Cluster's masters
+// are SCANned over their blocking connections as one server's (node::command_here).
 std::vector<lock_inspection> redis_backend::list_locks(const std::string& prefix) {
-  if (nodes_->routed_by_slot()) return backend::list_locks(prefix);  // not yet: docs/redis.md
   if (network_->running_in_this_thread()) {
     throw std::logic_error("dlock: redis: list_locks() called on the network thread");
   }
   const std::string pattern = keys_.counters_pattern(prefix);
+  const auto [targets, need] = scanned_nodes(prefix);
   std::set<std::string> names;
   std::string failures;
   std::size_t scanned = 0;
-  for (std::size_t i = 0; i < nodes_->size(); ++i) {
-    node& at = nodes_->at(i);
+  for (node* target : targets) {
+    node& at = *target;
     std::string cursor = "0";
     std::optional<std::string> failure;
     do {
@@ -141,7 +168,7 @@ std::vector<lock_inspection> redis_backend::list_locks(const std::string& prefix
       ++scanned;
     }
   }
-  if (scanned < nodes_->majority()) {
+  if (scanned < need) {
     throw connection_error(message("list_locks('" + prefix + "'): " + failures));
   }
   std::vector<lock_inspection> listed;

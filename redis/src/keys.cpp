@@ -99,7 +99,9 @@ key_set key_scheme::keys_for(const acquire_request& request, const dlock::backen
 
 key_set key_scheme::keys_for_name(const acquire_request& request,
                                   const dlock::backend& owner) const {
-  if (plain_keys_ && request.kind != primitive::lock) {
+  // An election has no counterpart among other clients' locks: its keys are tagged in either
+  // mode.
+  if (plain_keys_ && request.kind != primitive::lock && request.kind != primitive::election) {
     // Other clients' SET NX PX locks know no shared mode and no slots: such a lock of the
     // name would not exclude them, though the option promises it.
     throw std::invalid_argument(owner.message(

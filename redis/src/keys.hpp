@@ -40,8 +40,8 @@ class key_scheme {
 
   /// The keys of `request.name` for a request of this kind and mode.
   /// Throws std::invalid_argument (worded by `owner`) for a plain-key lock name that would be
-  /// another lock's fencing counter, and for any other primitive than the lock in plain-key
-  /// mode.
+  /// another lock's fencing counter, and in plain-key mode for a reader-writer lock or a
+  /// semaphore (an election's keys are tagged in either mode).
   key_set keys_for(const acquire_request& request, const dlock::backend& owner) const;
 
   /// Every key a name's grants live in, for the inspect and break scripts: the lock, the

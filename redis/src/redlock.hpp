@@ -75,6 +75,8 @@ class node_set : public std::enable_shared_from_this<node_set> {
   node& at(std::size_t i) { return *nodes_.at(i); }
   /// A Redis Cluster: every command goes by its key's slot, never from the caller's thread.
   bool routed_by_slot() const noexcept { return cluster_ != nullptr; }
+  /// A Redis Cluster's masters (cluster_router::masters). Only in a cluster.
+  void cluster_masters(cluster_router::masters_handler done) { cluster_->masters(std::move(done)); }
   /// Where waiters of `channel` listen on node `i` (in a cluster: the channel's slot's master).
   void listen(std::size_t i, const std::string& channel,
               const std::shared_ptr<channel_listener>& listener);

@@ -57,3 +57,35 @@ TEST_CASE("a leader cut off loses the lead within its bound and the other side e
     CHECK(other_side.leader() == dlock::leader_info{"successor", next.term()});
   }
 }
+
+TEST_CASE("with one member cut off, an election on the rest goes on within a grant's bound",
+          "[partition][member][election]") {
+  const partition::backend_case& backend = partition::backend();
+  support::partition_servers set;
+  const std::string scope = support::unique_name("partition-election-member");
+  auto client = dlock::make_provider(backend.url(set.url(backend.variable, net_path::a), scope));
+  dlock::election election = client->create_election("elected");
+  const auto bound = backend.promised.grant_with_member_cut;
+  // Warm up: the connections (or session) exist before any member goes silent.
+  election.campaign("warm-up", 10s).resign();
+  // Every step of a term, timed: each may wait for the quorum, never for the silent member.
+  std::chrono::steady_clock::duration slowest{};
+  const auto timed = [&](auto step) {
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    slowest = std::max(slowest, std::chrono::steady_clock::now() - start);
+  };
+  for (const auto& member : backend.servers) {
+    support::partition_cut cut(set, {member}, net_path::a);
+    std::optional<dlock::leadership> lead;
+    timed([&] { lead.emplace(election.campaign(member, bound)); });
+    timed([&] { lead->proclaim(member + " proclaimed"); });
+    timed([&] { CHECK(election.leader() == dlock::leader_info{member + " proclaimed", lead->term()}); });
+    timed([&] { lead->resign(); });
+    timed([&] { CHECK(election.leader() == std::nullopt); });
+  }
+  WARN(backend.name << ": slowest election step with one member cut: "
+                    << std::chrono::duration_cast<std::chrono::milliseconds>(slowest).count()
+                    << " ms");
+  CHECK(slowest <= bound);
+}

@@ -127,8 +127,6 @@ class redis_fixture final : public backend_fixture {
   // A waiting lock, writer, reader or semaphore subscribes to the name's release channel.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
   bool inspects() const override { return true; }
-  // A cluster's masters are not SCANned yet (docs/redis.md, "What inspect can see").
-  bool lists_locks() const override { return !cluster_; }
 
   void acquire_from_unreachable_endpoint() override {
     // Sentinel: an unreachable sentinel, asked for the master the URL names.
