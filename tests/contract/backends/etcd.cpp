@@ -61,6 +61,7 @@ class etcd_fixture final : public backend_fixture {
 
   // Every waiter queues a key.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
+  bool pushes_leader_changes() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {
     auto etcd = std::make_shared<dlock::etcd::provider>(dlock::etcd::options{
