@@ -100,4 +100,8 @@ election provider::create_election(std::string_view name) {
                                           detail::default_candidate_value()});
 }
 
+std::shared_ptr<election_board> election_board_of(const provider& p) {
+  return p.service_->backend().elections();
+}
+
 }  // namespace dlock

@@ -5,13 +5,15 @@
 // revision (the election lock's fencing token). A proclaim rewrites the leader's own key, only
 // while its create revision is still the term's (concurrency.Election.Proclaim's Txn); the
 // key goes with the release or the provider's lease, and the record with it. dlock's candidate
-// keys start empty, and an empty value reads as "not proclaimed yet". Observers poll (the core
-// default).
+// keys start empty, and an empty value reads as "not proclaimed yet". Observers are told by a
+// watch of the queue (election_watch.hpp), which sees a dead leader's end too (its key goes
+// with the provider's lease), so they read the board again only once a second without news.
 #include <dlock/core/backend/election.hpp>
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
+#include "election_watch.hpp"
 #include "lease.hpp"
 
 namespace dlock::etcd::detail {
@@ -52,6 +54,17 @@ class etcd_election_board final : public election_board {
     return leader_info{response.kvs(0).value(),
                        static_cast<std::uint64_t>(response.kvs(0).create_revision())};
   }
+
+  std::shared_ptr<void> watch(std::string_view election, std::function<void()> changed) override {
+    auto watch = std::make_shared<election_watch>(
+        backend_, backend_->queue_of(primitive::election, election), std::move(changed));
+    watch->start();
+    return std::shared_ptr<void>(watch.get(), [watch](election_watch*) { watch->close(); });
+  }
+
+  // Every end of a lead deletes the leader's key, which the watch sees; the read without
+  // news is for a watch that broke and is not back yet.
+  std::chrono::milliseconds poll_period() const override { return std::chrono::seconds(1); }
 
  private:
   /// Puts `value` on the leader's key if its create revision is still the term; whether it

@@ -10,10 +10,19 @@ namespace dlock::etcd::detail {
 std::uint64_t watcher::watch(std::string key, std::string range_end,
                              std::int64_t start_revision, handler on_event,
                              created_handler on_created) {
+  return add(entry{std::move(key), std::move(range_end), start_revision, std::move(on_event),
+                   std::move(on_created)});
+}
+
+std::uint64_t watcher::follow(std::string key, std::string range_end, handler on_event,
+                              created_handler on_created) {
+  return add(entry{std::move(key), std::move(range_end), 0, std::move(on_event),
+                   std::move(on_created), true});
+}
+
+std::uint64_t watcher::add(entry e) {
   const std::uint64_t id = next_id_++;
-  auto [it, inserted] = watches_.emplace(
-      id, entry{std::move(key), std::move(range_end), start_revision, std::move(on_event),
-                std::move(on_created)});
+  auto [it, inserted] = watches_.emplace(id, std::move(e));
   if (closed_) return id;
   if (stream_) {
     send_create(id, it->second);
@@ -64,7 +73,7 @@ void watcher::send_create(std::uint64_t id, const entry& e) {
   create.set_key(e.key);
   if (!e.range_end.empty()) create.set_range_end(e.range_end);
   create.set_start_revision(e.start_revision);
-  create.add_filters(pb::WatchCreateRequest::NOPUT);
+  if (!e.follows) create.add_filters(pb::WatchCreateRequest::NOPUT);
   create.set_watch_id(static_cast<std::int64_t>(id));
   stream_->write(std::move(request));
 }
@@ -91,6 +100,11 @@ void watcher::on_response(const pb::WatchResponse& response) {
       it->second.start_revision = response.header().revision() + 1;
       on_created(response.header().revision());
     }
+  }
+  if (response.events().empty()) return;
+  if (auto it = watches_.find(id); it != watches_.end() && it->second.follows) {
+    handler on_event = it->second.on_event;  // a copy: the handler may cancel the watch
+    return on_event(watch_event::changed);
   }
   for (const auto& event : response.events()) {
     if (event.type() == mvccpb::Event::DELETE) return fire(id, watch_event::deleted);

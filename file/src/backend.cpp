@@ -34,6 +34,10 @@ constexpr std::uint32_t replacement_events =
 // Closes wake waiters, and are watched only while there are some: every release closes a
 // file, and a watched close costs the releaser a wake-up of this provider's thread.
 constexpr std::uint32_t close_events = IN_CLOSE_WRITE | IN_CLOSE_NOWRITE;
+// A proclaim or withdraw writes the election file; a release closes it after writing (its
+// holder opened it for writing). Observers' own reads close it unwritten, which is left out:
+// each would wake every observer to read again. Watched while an election is observed.
+constexpr std::uint32_t leader_events = IN_MODIFY | IN_CLOSE_WRITE;
 
 }  // namespace
 
@@ -112,6 +116,7 @@ void file_backend::read_events() {
   alignas(inotify_event) char buffer[16 * 1024];
   std::vector<std::string> touched;   // closed, removed or renamed: wake its waiters
   std::vector<std::string> replaced;  // removed or renamed: check its holders
+  std::vector<std::string> rewritten;  // written, closed after writing, removed or renamed
   bool everything = false;
   for (;;) {
     const ssize_t got = ::read(inotify_.get(), buffer, sizeof buffer);
@@ -126,7 +131,12 @@ void file_backend::read_events() {
       if (event->len == 0) continue;
       std::string file(event->name);
       if (event->mask & (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) replaced.push_back(file);
-      touched.push_back(std::move(file));
+      if (event->mask & (leader_events | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
+        rewritten.push_back(file);
+      }
+      if (event->mask & (close_events | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
+        touched.push_back(std::move(file));
+      }
     }
   }
   if (everything) {
@@ -151,6 +161,55 @@ void file_backend::read_events() {
   std::sort(wake.begin(), wake.end());
   wake.erase(std::unique(wake.begin(), wake.end()), wake.end());
   for (auto& waiter : wake) waiter->on_file_event();
+  tell_leader_watches(everything ? nullptr : &rewritten);
+}
+
+void file_backend::tell_leader_watches(const std::vector<std::string>* files) {
+  std::vector<std::shared_ptr<watch_callback>> told;
+  {
+    std::lock_guard lock(leader_watches_mutex_);
+    for (const auto& [file, watch] : leader_watches_) {
+      if (!files || std::find(files->begin(), files->end(), file) != files->end()) {
+        told.push_back(watch);
+      }
+    }
+  }
+  for (const auto& watch : told) (*watch)();
+}
+
+std::shared_ptr<void> file_backend::watch_leader(const std::string& file,
+                                                 std::function<void()> changed) {
+  auto watch = std::make_shared<watch_callback>(std::move(changed));
+  {
+    std::lock_guard lock(leader_watches_mutex_);
+    leader_watches_.emplace(file, watch);
+  }
+  // Once the directory is watched, a read: a write before that had nothing to see it.
+  boost::asio::post(executor(), [weak = weak_from_this(), watch] {
+    auto self = weak.lock();
+    if (!self) return;
+    self->start_watching();
+    self->update_watch_mask();
+    (*watch)();
+  });
+  return std::shared_ptr<void>(watch.get(), [weak = weak_from_this(), file, watch](void*) {
+    watch->stop();
+    auto self = weak.lock();
+    if (!self) return;
+    {
+      std::lock_guard lock(self->leader_watches_mutex_);
+      auto [first, last] = self->leader_watches_.equal_range(file);
+      for (auto it = first; it != last; ++it) {
+        if (it->second == watch) {
+          self->leader_watches_.erase(it);
+          break;
+        }
+      }
+    }
+    boost::asio::post(self->executor(), [weak] {
+      if (auto self = weak.lock()) self->update_watch_mask();
+    });
+  });
 }
 
 void file_backend::check_held(const std::string* file) {
@@ -230,16 +289,22 @@ std::shared_ptr<acquire_operation> file_backend::start_acquire(acquire_request r
 }
 
 void file_backend::add_waiter(const std::string& file, file_acquire* waiter) {
-  if (waiters_.empty()) {
-    start_watching();
-    watch_closes(true);
-  }
+  const bool first = waiters_.empty();
   waiters_[file].push_back(waiter);
+  if (first) {
+    start_watching();
+    update_watch_mask();
+  }
 }
 
-void file_backend::watch_closes(bool on) {
+void file_backend::update_watch_mask() {
   if (!inotify_) return;
-  const std::uint32_t mask = on ? replacement_events | close_events : replacement_events;
+  std::uint32_t mask = replacement_events;
+  if (!waiters_.empty()) mask |= close_events;
+  {
+    std::lock_guard lock(leader_watches_mutex_);
+    if (!leader_watches_.empty()) mask |= leader_events;
+  }
   try {
     if (::inotify_add_watch(inotify_.get(), directory_.c_str(), mask) < 0) {
       throw_watch_error("cannot watch the lock directory");
@@ -254,7 +319,7 @@ void file_backend::remove_waiter(const std::string& file, file_acquire* waiter) 
   if (it == waiters_.end()) return;
   std::erase(it->second, waiter);
   if (it->second.empty()) waiters_.erase(it);
-  if (waiters_.empty()) watch_closes(false);
+  if (waiters_.empty()) update_watch_mask();
 }
 
 void file_backend::add_held(const std::string& file, file_lease* lease) {

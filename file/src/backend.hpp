@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/election.hpp>
 #include <dlock/file/options.hpp>
 
 #include "lock_files.hpp"
@@ -75,10 +77,18 @@ class file_backend final : public dlock::backend,
   void add_held(const std::string& file, file_lease* lease);
   void remove_held(const std::string& file, file_lease* lease);
 
+  /// Calls `changed` (on the io thread) when the election file `file` may have a new leader
+  /// record: it was written, closed after writing, removed or renamed (inotify), and once as
+  /// the watch begins; until the returned object is destroyed. Any thread.
+  std::shared_ptr<void> watch_leader(const std::string& file, std::function<void()> changed);
+
  private:
   void start_watching();
   [[noreturn]] void throw_watch_error(const char* what) const;
-  void watch_closes(bool on);
+  /// The directory's inotify mask: replacements always, closes while anyone waits, writes
+  /// while an election is observed. io thread.
+  void update_watch_mask();
+  void tell_leader_watches(const std::vector<std::string>* files);  // nullptr: all
   void wait_for_events();
   void read_events();
   void check_held(const std::string* file);
@@ -92,6 +102,8 @@ class file_backend final : public dlock::backend,
   std::unordered_map<std::string, std::vector<file_acquire*>> waiters_;
   std::mutex held_mutex_;
   std::unordered_multimap<std::string, file_lease*> held_;
+  std::mutex leader_watches_mutex_;
+  std::unordered_multimap<std::string, std::shared_ptr<watch_callback>> leader_watches_;
 };
 
 }  // namespace dlock::file::detail

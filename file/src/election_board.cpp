@@ -1,6 +1,9 @@
 // The file backend's election board: the leader record inside the election's lock file,
 // after its fencing counter, read as the leader's only while that file is flock'ed and the
-// counter still shows the record's term. Observers poll it (no inotify watch for them).
+// counter still shows the record's term. Observers are told of writes to the file (inotify,
+// file_backend::watch_leader) and still read every poll period: when a leader dies, the kernel
+// reports its close before it drops the flock, so the read that event causes may still find
+// the lock held, and nothing is reported after.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,6 +68,10 @@ class file_election_board final : public election_board {
       found = read_leader_record(fd.get());
     });
     return found;
+  }
+
+  std::shared_ptr<void> watch(std::string_view election, std::function<void()> changed) override {
+    return backend_->watch_leader(backend_->election_file_name(election), std::move(changed));
   }
 
  private:

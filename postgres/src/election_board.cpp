@@ -1,8 +1,9 @@
 // The PostgreSQL backend's election board: the leader record is a row of the table
 // dlock_leaders (created on first use), written by one statement that checks in pg_locks that
 // the proclaiming grant's session still holds the election's advisory lock, and read only
-// while it does. Observers poll (the core default): a LISTEN needs a session kept apart for it,
-// and a leader whose session dies sends no NOTIFY, so polling would stay anyway.
+// while it does. Every proclaim and withdraw (and the election lock's release, sql.cpp) NOTIFYs
+// the election's channel, which observers LISTEN to (leader_listener.hpp); a leader whose
+// session dies sends nothing, so observers still read every poll period.
 #include <dlock/core/backend/election.hpp>
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/errors.hpp>
@@ -11,6 +12,7 @@
 #include "board_connection.hpp"
 #include "election_key.hpp"
 #include "fencing.hpp"
+#include "leader_listener.hpp"
 #include "sql.hpp"
 
 namespace dlock::postgres::detail {
@@ -27,14 +29,19 @@ std::string held_by(const std::string& pid, const std::string& election) {
 
 class pg_election_board final : public election_board {
  public:
-  // Kept by the backend, so it holds no reference back: it needs only its settings.
+  // Kept by the backend, so it holds no reference back: it needs only its settings and
+  // executor (the listener's session runs there).
   pg_election_board(const postgres_backend& backend, std::string table)
       : prefix_(backend.message("")), table_(std::move(table)),
+        listener_(std::make_shared<leader_listener>(backend.executor(), backend.settings(),
+                                                    backend.endpoint())),
         connection_(backend.settings(), backend.endpoint(),
                     // Unlogged, as the owners' table: a crash ends every lead with its session.
                     "CREATE UNLOGGED TABLE IF NOT EXISTS " + table_ +
                         " (election bytea PRIMARY KEY, term bigint NOT NULL, value bytea NOT "
                         "NULL, pid integer NOT NULL)") {}
+  // The backend's thread has stopped: the listener's session is closed here.
+  ~pg_election_board() override { listener_->close(); }
 
   // One statement: the row is written only if the grant's session still holds the lock, and
   // never over a later term.
@@ -43,10 +50,10 @@ class pg_election_board final : public election_board {
     const auto& grant = dynamic_cast<const pg_lease&>(leadership);
     const std::string name(election);
     const query_result r = run(
-        "INSERT INTO " + table_ + " AS l (election, term, value, pid) SELECT $1, $2, $3, $4 "
-        "WHERE " + held_by("$4", name) + " ON CONFLICT (election) DO UPDATE SET term = "
-        "excluded.term, value = excluded.value, pid = excluded.pid WHERE l.term <= "
-        "excluded.term RETURNING 1",
+        "WITH written AS (INSERT INTO " + table_ + " AS l (election, term, value, pid) "
+        "SELECT $1, $2, $3, $4 WHERE " + held_by("$4", name) + " ON CONFLICT (election) DO "
+        "UPDATE SET term = excluded.term, value = excluded.value, pid = excluded.pid WHERE "
+        "l.term <= excluded.term RETURNING 1) SELECT 1 FROM written, " + notify(name),
         {{name, bytea},
          {std::to_string(leadership.fencing_token()), bigint},
          {std::string(value), bytea},
@@ -60,7 +67,8 @@ class pg_election_board final : public election_board {
   }
 
   void withdraw(std::string_view election, const lease& leadership) override {
-    run("DELETE FROM " + table_ + " WHERE election = $1 AND term = $2",
+    run("WITH gone AS (DELETE FROM " + table_ + " WHERE election = $1 AND term = $2) SELECT " +
+            notify(std::string(election)),
         {{std::string(election), bytea}, {std::to_string(leadership.fencing_token()), bigint}},
         election);
   }
@@ -78,7 +86,16 @@ class pg_election_board final : public election_board {
                        std::stoull(std::string(PQgetvalue(row, 0, 0), PQgetlength(row, 0, 0)))};
   }
 
+  std::shared_ptr<void> watch(std::string_view election, std::function<void()> changed) override {
+    return listener_->subscribe(leader_channel(std::string(election)), std::move(changed));
+  }
+
  private:
+  // The channel is hex digits and '_' (leader_channel), safe as a literal.
+  static std::string notify(const std::string& election) {
+    return "pg_notify('" + leader_channel(election) + "', '')";
+  }
+
   std::string said(const std::string& what, std::string_view election) const {
     return prefix_ + what + " for election '" + naming::quote_for_message(election) + "'";
   }
@@ -97,6 +114,7 @@ class pg_election_board final : public election_board {
 
   std::string prefix_;  // "dlock: postgres <endpoint>: "
   std::string table_;
+  std::shared_ptr<leader_listener> listener_;
   board_connection connection_;
 };
 

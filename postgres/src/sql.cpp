@@ -1,5 +1,6 @@
 #include "sql.hpp"
 
+#include "election_key.hpp"
 #include "semaphore_keys.hpp"
 
 namespace dlock::postgres::detail {
@@ -85,6 +86,11 @@ std::string unlock_sql(const acquire_request& request, const advisory_key& key,
     return "SELECT pg_advisory_unlock((" + slot + ")::bigint), pg_advisory_unlock_shared(" +
            max_count_marker(request.name, request.max_count).sql_arguments() +
            "), pg_notify('" + channel_of(request.name) + "', '')";
+  }
+  if (request.kind == primitive::election) {
+    // Observers listen (election_board.cpp): a leader that lets go says so.
+    return "SELECT pg_advisory_unlock(" + key.sql_arguments() + "), pg_notify('" +
+           leader_channel(request.name) + "', '')";
   }
   return "SELECT pg_advisory_unlock" + mode_suffix(request) + "(" + key.sql_arguments() + ")";
 }

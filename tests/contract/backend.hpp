@@ -74,6 +74,11 @@ class backend_fixture {
   /// Whether inspect() shows the owner of every holder and waiter. The file backend stores one
   /// owner record per lock file, written by its exclusive holder: readers show their process.
   virtual bool inspect_sees_every_owner() const { return true; }
+
+  /// Whether the backend's election board pushes word of a change of leader
+  /// (election_board::watch; docs/election.md lists the backends that do). A board that
+  /// returns a watch is held to it either way; this says one must be returned.
+  virtual bool pushes_leader_changes() const { return false; }
 };
 
 /// The backend under test in this executable.

@@ -61,6 +61,7 @@ class etcd_fixture final : public backend_fixture {
 
   // Every waiter queues a key.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
+  bool pushes_leader_changes() const override { return true; }
 
   bool inspects() const override { return true; }
   // etcd keeps no time per key.

@@ -39,6 +39,7 @@ class memory_fixture final : public backend_fixture {
   }
   bool footprint_shows_waiters(dlock::primitive) const override { return false; }
   bool inspects() const override { return true; }
+  bool pushes_leader_changes() const override { return true; }
 
  private:
   std::string domain_ = support::unique_name("contract");

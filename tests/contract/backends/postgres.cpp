@@ -106,6 +106,7 @@ class postgres_fixture final : public backend_fixture {
   }
 
   bool inspects() const override { return true; }
+  bool pushes_leader_changes() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {
     auto pg = std::make_shared<dlock::postgres::provider>(dlock::postgres::options{

@@ -57,6 +57,7 @@ class zookeeper_fixture final : public backend_fixture {
   }
 
   bool inspects() const override { return true; }
+  bool pushes_leader_changes() const override { return true; }
 
   // The contenders' nodes below the name's node: a lock's or reader-writer lock's children, a
   // semaphore's leases and the nodes of its internal lock, the upgrade gate's; the (container)

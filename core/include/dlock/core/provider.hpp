@@ -144,6 +144,7 @@ class provider : public lock_provider,
   provider(std::shared_ptr<backend> backend, error_handler on_error);
 
  private:
+  friend std::shared_ptr<election_board> election_board_of(const provider& p);
   std::shared_ptr<detail::lock_service> service_;
 };
 

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,5 +64,34 @@ class election_board {
   /// board is read this often, since a holder that dies may leave nothing to push.
   virtual std::chrono::milliseconds poll_period() const { return std::chrono::milliseconds(100); }
 };
+
+/// The `changed` of one election_board::watch, for the backend's threads to call while the
+/// watch may end on another: once stop() returns, it is never called again (a call running
+/// then finishes first). The callback must not call stop() itself.
+///
+/// Thread safety: every member from any thread.
+class watch_callback {
+ public:
+  explicit watch_callback(std::function<void()> changed) : changed_(std::move(changed)) {}
+
+  /// Calls `changed` unless stopped.
+  void operator()() {
+    std::lock_guard lock(mutex_);
+    if (changed_) changed_();
+  }
+  void stop() noexcept {
+    std::lock_guard lock(mutex_);
+    changed_ = nullptr;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::function<void()> changed_;
+};
+
+class provider;
+/// The board of `p`'s backend, or nullptr when it has none: for tests of a board's watch
+/// (tests/contract/election_push_test.cpp). Users go through dlock::election.
+std::shared_ptr<election_board> election_board_of(const provider& p);
 
 }  // namespace dlock
