@@ -101,7 +101,13 @@ void election_watch::watch_leader(const std::string& node) {
         auto self = weak.lock();
         if (!self) return;
         std::lock_guard lock(self->mutex_);
-        if (answer.rc == ZOK || self->leader_node_ != node || self->leader_route_ == 0) return;
+        if (self->leader_node_ != node || self->leader_route_ == 0) return;
+        if (answer.rc == ZOK) {
+          // The leader may have written its record (in another session) before this watch
+          // was set, which nothing would push: a read now sees it; later writes fire the watch.
+          if (self->open_) self->changed_();
+          return;
+        }
         // Gone already (the children's watch tells of that) or not set: nothing to wait for.
         drop_route(std::exchange(self->leader_route_, 0));
         if (answer.rc != ZNONODE) self->fail_to_arm();
