@@ -10,6 +10,9 @@
 //   acquire() returning.
 // contended_per_s, contended_fewest, contended_most: P processes acquire and release one
 //   lock for S seconds; all their grants per second, and the fewest and most of one process.
+// contended_threads_per_s, contended_threads_fewest, contended_threads_most: the same with P
+//   threads of one process, each with a provider (a session) of its own, as Curator's P
+//   clients are threads of one JVM.
 // --uncontended-only: the first figure alone (bench/peers.sh repeats it, alternating with the
 //   peers', so that all see the same load).
 // bench/peers/py_lock_bench.py and bench/curator/CuratorBench.java print the same keys.
@@ -19,6 +22,7 @@
 #include <iostream>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include <dlock/dlock.hpp>
 
@@ -62,15 +66,21 @@ int main(int argc, char** argv) try {
   // The runs that fork come first, while this process has no provider (and so no threads).
   const auto handoff_samples = handoff(url, handoffs, std::chrono::microseconds(settle_us));
   const auto grants = grants_per_process(url, contenders, seconds);
+  // Threads from here on: no more forks.
+  const auto thread_grants = grants_per_thread(url, contenders, seconds);
   std::printf("uncontended_us %.2f\n", alone().median_us);
   std::printf("handoff_us %.2f\n", summarize(handoff_samples).median_us);
-  std::printf("contended_per_s %.0f\n",
-              static_cast<double>(std::accumulate(grants.begin(), grants.end(), std::int64_t{0})) /
-                  seconds);
-  std::printf("contended_fewest %lld\n",
-              static_cast<long long>(*std::min_element(grants.begin(), grants.end())));
-  std::printf("contended_most %lld\n",
-              static_cast<long long>(*std::max_element(grants.begin(), grants.end())));
+  const auto print_contention = [&, &seconds = seconds](const char* key,
+                                                        const std::vector<std::int64_t>& counts) {
+    const auto total = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
+    std::printf("%s_per_s %.0f\n", key, static_cast<double>(total) / seconds);
+    std::printf("%s_fewest %lld\n", key,
+                static_cast<long long>(*std::min_element(counts.begin(), counts.end())));
+    std::printf("%s_most %lld\n", key,
+                static_cast<long long>(*std::max_element(counts.begin(), counts.end())));
+  };
+  print_contention("contended", grants);
+  print_contention("contended_threads", thread_grants);
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "dlock-peer-bench: " << e.what() << "\n";
