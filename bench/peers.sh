@@ -204,3 +204,7 @@ row Redis "$contended" dlock-redis redis-py "redis-py Lock" contended_per_s true
 row files "per process: \`dlock -n file://DIR job -- true\`, wall median" dlock-cli flock 'flock(1)' \
   uncontended_us false
 row files "$contended, one process per grant" dlock-cli flock 'flock(1)' contended_per_s true
+echo
+echo "dlock-zookeeper's context switches per grant, contenders' threads summed (not the server's):" \
+  "${results[dlock-zookeeper/contended_switches_per_grant]:-?} as processes," \
+  "${results[dlock-zookeeper/contended_threads_switches_per_grant]:-?} as threads of one process"
