@@ -13,7 +13,8 @@
 # Every peer runs the workload of bench/peer_bench.cpp: the median uncontended acquire +
 # release; the median handoff between two processes taking strict turns (release started to
 # the waiter's acquire returned); P processes contending for one lock for S seconds (grants
-# per second, and the fewest and most grants of one process). For files: `dlock -n file://DIR
+# per second, and the fewest and most grants of one process; dlock's also as P threads of one
+# process with a provider each, as Curator's P clients are threads of one JVM). For files: `dlock -n file://DIR
 # job -- /bin/true` against `flock DIR/job.lock /bin/true`, per process (dlock-cli-bench), and
 # P shell loops running each for S seconds.
 set -euo pipefail
