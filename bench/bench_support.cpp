@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <new>
 #include <numeric>
 #include <stdexcept>
@@ -241,6 +242,43 @@ std::vector<std::int64_t> grants_per_process(const std::string& url, int contend
   }
   std::vector<std::int64_t> grants(board->grants, board->grants + contenders);
   ::munmap(memory, sizeof(contention_board));
+  if (failed) throw std::runtime_error("a contender failed");
+  return grants;
+}
+
+std::vector<std::int64_t> grants_per_thread(const std::string& url, int contenders,
+                                            double seconds) {
+  if (contenders < 1) throw std::invalid_argument("contenders must be at least 1");
+  // Each thread has its provider (a session or connection of its own), as each process has.
+  std::vector<std::shared_ptr<dlock::provider>> providers;
+  std::vector<dlock::distributed_lock> locks;
+  for (int i = 0; i < contenders; ++i) {
+    providers.push_back(dlock::make_provider(url));
+    locks.push_back(providers.back()->create_lock("contended"));
+  }
+  std::vector<std::int64_t> grants(static_cast<std::size_t>(contenders), 0);
+  std::atomic<std::int64_t> stop_at_ns{0};
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < contenders; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        while (stop_at_ns.load() == 0) std::this_thread::yield();
+        std::int64_t mine = 0;
+        while (now_ns() < stop_at_ns.load()) {
+          dlock::lock_handle held = locks[static_cast<std::size_t>(i)].acquire();
+          ++mine;
+        }
+        grants[static_cast<std::size_t>(i)] = mine;
+      } catch (const std::exception& e) {
+        std::cerr << "contender: " << e.what() << "\n";
+        failed = true;
+        stop_at_ns = 1;
+      }
+    });
+  }
+  stop_at_ns = now_ns() + static_cast<std::int64_t>(seconds * 1e9);
+  for (auto& thread : threads) thread.join();
   if (failed) throw std::runtime_error("a contender failed");
   return grants;
 }

@@ -72,6 +72,11 @@ double grants_per_second(const std::string& url, int contenders, double seconds)
 std::vector<std::int64_t> grants_per_process(const std::string& url, int contenders,
                                              double seconds);
 
+/// As grants_per_process, but the contenders are threads of this process, each with a
+/// provider of its own (as Curator's clients are threads of one JVM).
+std::vector<std::int64_t> grants_per_thread(const std::string& url, int contenders,
+                                            double seconds);
+
 /// The command line the backend benchmarks share:
 /// `<program> URL [--iterations N] [--handoffs N] [--contenders P] [--seconds S]`.
 struct run_options {

@@ -10,19 +10,40 @@
 //   acquire() returning.
 // contended_per_s, contended_fewest, contended_most: P processes acquire and release one
 //   lock for S seconds; all their grants per second, and the fewest and most of one process.
+// contended_threads_per_s, contended_threads_fewest, contended_threads_most: the same with P
+//   threads of one process, each with a provider (a session) of its own, as Curator's P
+//   clients are threads of one JVM.
+// contended_switches_per_grant, contended_threads_switches_per_grant: the context switches
+//   (voluntary and not) of the contenders, all their threads, over their grants: what the
+//   thread hops of a grant cost (the server's own are not counted).
 // --uncontended-only: the first figure alone (bench/peers.sh repeats it, alternating with the
 //   peers', so that all see the same load).
 // bench/peers/py_lock_bench.py and bench/curator/CuratorBench.java print the same keys.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include <dlock/dlock.hpp>
 
 #include "bench_support.hpp"
+
+namespace {
+
+/// Context switches, voluntary and not, of `who` (RUSAGE_SELF: every thread of this process;
+/// RUSAGE_CHILDREN: the children waited for).
+std::int64_t context_switches(int who) {
+  rusage usage{};
+  ::getrusage(who, &usage);
+  return usage.ru_nvcsw + usage.ru_nivcsw;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) try {
   using namespace dlock_bench;
@@ -61,16 +82,29 @@ int main(int argc, char** argv) try {
   }
   // The runs that fork come first, while this process has no provider (and so no threads).
   const auto handoff_samples = handoff(url, handoffs, std::chrono::microseconds(settle_us));
+  const auto children_before = context_switches(RUSAGE_CHILDREN);
   const auto grants = grants_per_process(url, contenders, seconds);
+  const auto process_switches = context_switches(RUSAGE_CHILDREN) - children_before;
+  // Threads from here on: no more forks.
+  const auto self_before = context_switches(RUSAGE_SELF);
+  const auto thread_grants = grants_per_thread(url, contenders, seconds);
+  const auto thread_switches = context_switches(RUSAGE_SELF) - self_before;
   std::printf("uncontended_us %.2f\n", alone().median_us);
   std::printf("handoff_us %.2f\n", summarize(handoff_samples).median_us);
-  std::printf("contended_per_s %.0f\n",
-              static_cast<double>(std::accumulate(grants.begin(), grants.end(), std::int64_t{0})) /
-                  seconds);
-  std::printf("contended_fewest %lld\n",
-              static_cast<long long>(*std::min_element(grants.begin(), grants.end())));
-  std::printf("contended_most %lld\n",
-              static_cast<long long>(*std::max_element(grants.begin(), grants.end())));
+  const auto print_contention = [&, &seconds = seconds](const char* key,
+                                                        const std::vector<std::int64_t>& counts,
+                                                        std::int64_t switches) {
+    const auto total = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
+    std::printf("%s_per_s %.0f\n", key, static_cast<double>(total) / seconds);
+    std::printf("%s_switches_per_grant %.1f\n", key,
+                static_cast<double>(switches) / static_cast<double>(std::max<std::int64_t>(total, 1)));
+    std::printf("%s_fewest %lld\n", key,
+                static_cast<long long>(*std::min_element(counts.begin(), counts.end())));
+    std::printf("%s_most %lld\n", key,
+                static_cast<long long>(*std::max_element(counts.begin(), counts.end())));
+  };
+  print_contention("contended", grants, process_switches);
+  print_contention("contended_threads", thread_grants, thread_switches);
   return 0;
 } catch (const std::exception& e) {
   std::cerr << "dlock-peer-bench: " << e.what() << "\n";

@@ -13,7 +13,8 @@
 # Every peer runs the workload of bench/peer_bench.cpp: the median uncontended acquire +
 # release; the median handoff between two processes taking strict turns (release started to
 # the waiter's acquire returned); P processes contending for one lock for S seconds (grants
-# per second, and the fewest and most grants of one process). For files: `dlock -n file://DIR
+# per second, and the fewest and most grants of one process; dlock's also as P threads of one
+# process with a provider each, as Curator's P clients are threads of one JVM). For files: `dlock -n file://DIR
 # job -- /bin/true` against `flock DIR/job.lock /bin/true`, per process (dlock-cli-bench), and
 # P shell loops running each for S seconds.
 set -euo pipefail
@@ -153,17 +154,19 @@ command_contention dlock-cli "$build/cli/dlock" "file://$locks" contended -- /bi
 
 package_version() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo '?'; }
 
-# One row: server, what, dlock's system, the peer's system and name, the key, and whether
-# more is better (rates) or less (times).
+# One row: server, what, dlock's system, the peer's system and name, the key, whether more is
+# better (rates, whose spread is in <key without _per_s>_fewest and _most) or less (times),
+# and the peer's key when it differs from dlock's.
 row() {
   local server=$1 what=$2 ours=$3 peer=$4 peer_name=$5 key=$6 more_is_better=$7
-  local mine=${results[$ours/$key]:-} theirs=${results[$peer/$key]:-}
+  local peer_key=${8:-$6}
+  local mine=${results[$ours/$key]:-} theirs=${results[$peer/$peer_key]:-}
   [[ -n $mine && -n $theirs ]] || return 0
   local unit=' us' spread_mine='' spread_theirs='' ratio
   if $more_is_better; then
     unit='/s'
-    spread_mine=" (${results[$ours/contended_fewest]} to ${results[$ours/contended_most]})"
-    spread_theirs=" (${results[$peer/contended_fewest]} to ${results[$peer/contended_most]})"
+    spread_mine=" (${results[$ours/${key%_per_s}_fewest]} to ${results[$ours/${key%_per_s}_most]})"
+    spread_theirs=" (${results[$peer/${peer_key%_per_s}_fewest]} to ${results[$peer/${peer_key%_per_s}_most]})"
     ratio=$(awk -v a="$mine" -v b="$theirs" 'BEGIN { printf "%.2fx", a / b }')
   else
     ratio=$(awk -v a="$mine" -v b="$theirs" 'BEGIN { printf "%.2fx", b / a }')
@@ -186,10 +189,15 @@ echo "| --- | --- | --- | --- | --- | --- |"
 uncontended="uncontended acquire + release, median (median of 3 runs)"
 handoff="handoff between two processes, median"
 contended="$contenders processes contending: grants/s (fewest to most of one process)"
+contended_threads="$contenders threads of one process (a session each) contending: grants/s (fewest to most of one thread)"
 for peer in curator:Curator kazoo:kazoo; do
   row ZooKeeper "$uncontended" dlock-zookeeper "${peer%%:*}" "${peer#*:}" uncontended_us false
   row ZooKeeper "$handoff" dlock-zookeeper "${peer%%:*}" "${peer#*:}" handoff_us false
   row ZooKeeper "$contended" dlock-zookeeper "${peer%%:*}" "${peer#*:}" contended_per_s true
+  # Like for like with Curator, whose contenders are threads of one JVM with a session each
+  # (kazoo's are processes, as dlock's in the row above).
+  [[ $peer != curator:* ]] || row ZooKeeper "$contended_threads" dlock-zookeeper curator Curator \
+    contended_threads_per_s true contended_per_s
 done
 row Redis "$uncontended" dlock-redis redis-py "redis-py Lock" uncontended_us false
 row Redis "$handoff" dlock-redis redis-py "redis-py Lock" handoff_us false
@@ -197,3 +205,7 @@ row Redis "$contended" dlock-redis redis-py "redis-py Lock" contended_per_s true
 row files "per process: \`dlock -n file://DIR job -- true\`, wall median" dlock-cli flock 'flock(1)' \
   uncontended_us false
 row files "$contended, one process per grant" dlock-cli flock 'flock(1)' contended_per_s true
+echo
+echo "dlock-zookeeper's context switches per grant, contenders' threads summed (not the server's):" \
+  "${results[dlock-zookeeper/contended_switches_per_grant]:-?} as processes," \
+  "${results[dlock-zookeeper/contended_threads_switches_per_grant]:-?} as threads of one process"

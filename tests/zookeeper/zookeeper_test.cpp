@@ -5,7 +5,9 @@
 
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <optional>
 #include <regex>
+#include <thread>
 
 #include <dlock/dlock.hpp>
 
@@ -159,6 +161,75 @@ TEST_CASE("a node deleted by someone else marks its handle lost and frees the lo
   CHECK(wait_until([&] { return held.lost(); }, 5s));
   auto next = other->create_lock("x").acquire(10s);
   CHECK(next.fencing_token() > held.fencing_token());
+}
+
+namespace {
+
+// A holder and a waiter of lock "x", each with a session of its own, and a plain session that
+// looks at (and deletes) their nodes.
+struct holder_and_waiter {
+  explicit holder_and_waiter(const std::string& base)
+      : holder(make_zookeeper(test_options(base))), waiter(make_zookeeper(test_options(base))) {}
+  std::shared_ptr<dlock::zookeeper::provider> holder;
+  std::shared_ptr<dlock::zookeeper::provider> waiter;
+  std::string parent = holder->lock_node_path("x");
+  support::zookeeper_session session{server_hosts()};
+};
+
+}  // namespace
+
+// A waiter watches its own node while it waits, and its lease adopts that watch at the grant.
+TEST_CASE("a node deleted by someone else marks lost a handle whose acquire had waited",
+          "[zookeeper][lost]") {
+  holder_and_waiter two("/" + unique_name("dlock-deleted-waiter"));
+  auto& zk = two.holder;
+  auto& waiter = two.waiter;
+  const std::string& parent = two.parent;
+  auto& session = two.session;
+  auto first = zk->create_lock("x").acquire(10s);
+  std::optional<dlock::lock_handle> second;
+  std::thread waiting([&] { second = waiter->create_lock("x").try_acquire(30s); });
+  CHECK(wait_until([&] { return session.children(parent).size() == 2; }, 10s));
+  first.release();
+  waiting.join();
+  REQUIRE(second);
+  CHECK_FALSE(second->lost());
+  const auto children = session.children(parent);
+  REQUIRE(children.size() == 1);
+  REQUIRE(session.remove(parent + "/" + children[0]) == ZOK);
+  CHECK(wait_until([&] { return second->lost(); }, 5s));
+}
+
+TEST_CASE("a waiter whose node someone else deletes queues again at once, behind the holder",
+          "[zookeeper][lost]") {
+  holder_and_waiter two("/" + unique_name("dlock-deleted-queued"));
+  auto& zk = two.holder;
+  auto& waiter = two.waiter;
+  const std::string& parent = two.parent;
+  auto& session = two.session;
+  auto held = zk->create_lock("x").acquire(10s);
+  const std::string holder_node = session.children(parent).at(0);
+  std::optional<dlock::lock_handle> queued;
+  std::thread waiting([&] { queued = waiter->create_lock("x").try_acquire(30s); });
+  std::string waiter_node;
+  CHECK(wait_until([&] {
+    for (const auto& child : session.children(parent)) {
+      if (child != holder_node) waiter_node = child;
+    }
+    return !waiter_node.empty();
+  }, 10s));
+  REQUIRE(session.remove(parent + "/" + waiter_node) == ZOK);
+  // Its new node shows up while the lock is still held.
+  CHECK(wait_until([&] {
+    const auto children = session.children(parent);
+    return children.size() == 2 &&
+           std::find(children.begin(), children.end(), waiter_node) == children.end();
+  }, 5s));
+  CHECK_FALSE(held.lost());
+  held.release();
+  waiting.join();
+  REQUIRE(queued);
+  CHECK_FALSE(queued->lost());
 }
 
 TEST_CASE("a client without the credentials cannot delete a lock node of a creator-only ACL",

@@ -89,6 +89,7 @@ void zookeeper_acquire::begin() {
     });
   }
   drop_watch();
+  drop_own_watch();
   for (stage& s : stages_) {
     // A node left from the attempt before (the semaphore's lock) must not block others.
     if (!s.node.empty()) session().remove(s.node, [](zk_reply) {});
@@ -233,6 +234,7 @@ void zookeeper_acquire::on_queue(zk_reply reply) {
   // per handoff).
   watched_last_blocker_ = blockers == 1;
   watch(s.parent + "/" + *predecessor);
+  watch_own_node();
 }
 
 void zookeeper_acquire::at_head_of_queue() {
@@ -283,6 +285,23 @@ void zookeeper_acquire::drop_watch() {
   ++watch_serial_;
   if (watch_id_) drop_route(watch_id_);
   watch_id_ = 0;
+}
+
+void zookeeper_acquire::watch_own_node() {
+  // Semaphores are granted a node of their second stage, which they do not wait on this way;
+  // an election's node gets the leader's record written to it.
+  if (own_watch_ || stages_.size() != 1 || request_.kind == primitive::election) return;
+  own_watch_ = backend_->held().watch_early(current().node, [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self || self->phase_ != phase::queueing) return;
+    self->drop_own_watch();
+    // Our node is gone: a call out looks at the queue anyway, else look now (and queue again).
+    if (self->calls_out_ == 0) self->check_queue();
+  });
+}
+
+void zookeeper_acquire::drop_own_watch() {
+  if (own_watch_) held_watch::drop(*std::exchange(own_watch_, nullptr));
 }
 
 void zookeeper_acquire::note_waiting() {
@@ -351,6 +370,7 @@ void zookeeper_acquire::on_cancel() {
 
 void zookeeper_acquire::abandon() {
   drop_watch();
+  drop_own_watch();
   auto pending = std::make_shared<int>(0);
   for (stage& s : stages_) {
     if (s.node.empty()) continue;
@@ -368,6 +388,7 @@ void zookeeper_acquire::abandon() {
 
 void zookeeper_acquire::fail(std::exception_ptr error) {
   drop_watch();
+  drop_own_watch();
   for (stage& s : stages_) {
     if (!s.node.empty()) session().remove(std::exchange(s.node, {}), [](zk_reply) {});
   }
@@ -377,7 +398,8 @@ void zookeeper_acquire::fail(std::exception_ptr error) {
 void zookeeper_acquire::grant() {
   drop_watch();
   stage& s = current();
-  auto granted = std::make_unique<zookeeper_lease>(backend_, s.node, request_.name, s.czxid);
+  auto granted = std::make_unique<zookeeper_lease>(backend_, s.node, request_.name, s.czxid,
+                                                   std::exchange(own_watch_, nullptr));
   s.node.clear();
   finish(nullptr, std::move(granted));
 }
@@ -388,6 +410,7 @@ void zookeeper_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> 
   abandon_timer_.cancel();
   stop_timer_.cancel();
   if (unreachable_id_) session().forget_unreachable(std::exchange(unreachable_id_, 0));
+  drop_own_watch();
   for (stage& s : stages_) forget_unknown_create(s);
   if (answered) {
     // The caller was told "not acquired" already: a late grant's node is deleted with the

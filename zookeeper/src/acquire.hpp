@@ -21,6 +21,7 @@
 #include <dlock/core/backend/backend.hpp>
 
 #include "completion_routes.hpp"
+#include "held_watch.hpp"
 #include "session.hpp"
 
 namespace dlock::zookeeper::detail {
@@ -113,6 +114,10 @@ class zookeeper_acquire final : public acquire_operation,
   void watch(const std::string& path);
   void on_watch_event(const zk_reply& event);
   void drop_watch();
+  /// Watches our own node while we wait, for the lease to adopt (held_watch.hpp): a lock's
+  /// or reader-writer lock's only, whose node's data never changes.
+  void watch_own_node();
+  void drop_own_watch();
   void note_waiting();
 
   // Failures.
@@ -148,6 +153,7 @@ class zookeeper_acquire final : public acquire_operation,
   std::vector<stage> stages_;
   std::size_t stage_index_ = 0;
   std::uint64_t watch_id_ = 0;
+  std::shared_ptr<held_watch::early_watch> own_watch_;  // the watch watch_own_node() set
   std::uint64_t watch_serial_ = 0;  // the watch() whose answer still counts (drop_watch ends it)
   std::uint64_t unreachable_id_ = 0;  // our registration with session().when_unreachable()
   int calls_out_ = 0;

@@ -94,6 +94,51 @@ void held_watch::on_node_event(std::uint64_t id, const std::string& node, int ev
   watch(id, node);  // its data changed: the watch is used up, set it again
 }
 
+std::shared_ptr<held_watch::early_watch> held_watch::watch_early(
+    const std::string& node, std::function<void()> deleted_while_waiting) {
+  auto early = std::make_shared<early_watch>(
+      early_watch{node, 0, 0, false, std::move(deleted_while_waiting)});
+  std::weak_ptr<early_watch> weak_early = early;
+  // The watch's route owns the state, so that the lease that adopts it need not.
+  zk_handler on_change = [weak = weak_from_this(), early](zk_reply event) {
+    auto self = weak.lock();
+    if (!self || early->unset) return;
+    if (early->held_id) return self->on_node_event(early->held_id, early->node, event.event);
+    if (event.event == ZOO_DELETED_EVENT) early->deleted_while_waiting();
+  };
+  // As watch(): the answer is looked at on the client's completion thread, which posts only
+  // when the watch was not set.
+  session_->exists(
+      node,
+      [weak = weak_from_this(), executor = executor_, weak_early](zk_reply reply) {
+        if (reply.rc == ZOK) return;
+        boost::asio::post(executor, [weak, weak_early, rc = reply.rc] {
+          auto self = weak.lock();
+          auto found = weak_early.lock();
+          if (!self || !found || found->unset) return;
+          found->unset = true;
+          drop_route(found->route);
+          // Adopted meanwhile: the lease watches afresh (and so learns that the node is gone).
+          if (found->held_id) return self->watch(found->held_id, found->node);
+          if (rc == ZNONODE) found->deleted_while_waiting();
+        });
+      },
+      &on_change, &early->route, true);
+  return early;
+}
+
+void held_watch::adopt(std::uint64_t id, early_watch& early) {
+  if (early.unset) return watch(id, early.node);
+  early.held_id = id;
+  std::lock_guard lock(mutex_);
+  if (auto it = held_.find(id); it != held_.end()) it->second.watch_route = early.route;
+}
+
+void held_watch::drop(early_watch& early) {
+  early.unset = true;
+  drop_route(early.route);
+}
+
 void held_watch::mark_all_lost() {
   std::vector<std::stop_source> lost;
   {

@@ -4,9 +4,13 @@
 // the session loses contact for too long (zk_session reports that as contact_lost, and
 // mark_all_lost() follows). A watch the connection kept from the server is set again once
 // connected, so a later deletion is still reported.
+//
+// A lock's waiter sets that watch while it waits, beside its predecessor's (watch_early), and
+// its lease adopts it: the grant, on the handoff's critical path, then sends nothing.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,6 +36,24 @@ class held_watch final : public std::enable_shared_from_this<held_watch> {
   void watch(std::uint64_t id, const std::string& node);
   /// Marks every held lease lost. Thread-safe.
   void mark_all_lost();
+
+  /// The watch on a waiting acquire's own node, set before its grant. Io thread only.
+  struct early_watch {
+    std::string node;
+    std::uint64_t route = 0;    // the watch's route
+    std::uint64_t held_id = 0;  // the lease that adopted it; 0 while its acquire waits
+    bool unset = false;         // the server did not set it (or the node was gone)
+    std::function<void()> deleted_while_waiting;
+  };
+  /// Watches `node`, whose acquire waits; `deleted_while_waiting` runs (on the io thread) if
+  /// the node goes before a lease adopts the watch. Called on the io thread.
+  std::shared_ptr<early_watch> watch_early(const std::string& node,
+                                           std::function<void()> deleted_while_waiting);
+  /// Held lease `id` takes `early` over as its watch (or watches afresh if the server did
+  /// not set it). Called on the io thread.
+  void adopt(std::uint64_t id, early_watch& early);
+  /// The acquire ended without a grant: its early watch is forgotten. Io thread.
+  static void drop(early_watch& early);
 
  private:
   void watch_when_connected(std::uint64_t id, const std::string& node);

@@ -7,13 +7,18 @@
 namespace dlock::zookeeper::detail {
 
 zookeeper_lease::zookeeper_lease(std::shared_ptr<zookeeper_backend> backend, std::string node,
-                                 std::string name, std::int64_t czxid)
+                                 std::string name, std::int64_t czxid,
+                                 std::shared_ptr<held_watch::early_watch> early)
     : lease(static_cast<std::uint64_t>(czxid)),
       backend_(std::move(backend)),
       node_(std::move(node)),
       name_(std::move(name)) {
   held_id_ = backend_->held().add(this);
-  backend_->held().watch(held_id_, node_);
+  if (early) {
+    backend_->held().adopt(held_id_, *early);
+  } else {
+    backend_->held().watch(held_id_, node_);
+  }
 }
 
 zookeeper_lease::~zookeeper_lease() {

@@ -8,6 +8,8 @@
 
 #include <dlock/core/backend/lease.hpp>
 
+#include "held_watch.hpp"
+
 namespace dlock::zookeeper::detail {
 
 class zookeeper_backend;
@@ -16,9 +18,11 @@ class zookeeper_backend;
 /// Its fencing token is the node's czxid.
 class zookeeper_lease final : public dlock::lease {
  public:
-  /// Starts watching `node` (call on the io thread).
+  /// Starts watching `node`, or adopts `early`, the watch its acquire set on it while waiting
+  /// (call on the io thread).
   zookeeper_lease(std::shared_ptr<zookeeper_backend> backend, std::string node,
-                  std::string name, std::int64_t czxid);
+                  std::string name, std::int64_t czxid,
+                  std::shared_ptr<held_watch::early_watch> early = nullptr);
   /// Deletes the node without waiting, if release() did not.
   ~zookeeper_lease() override;
 
