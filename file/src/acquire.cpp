@@ -20,9 +20,7 @@ file_acquire::file_acquire(std::shared_ptr<file_backend> backend, acquire_reques
                            acquire_completion done)
     : backend_(std::move(backend)),
       request_(std::move(request)),
-      done_(std::move(done)),
-      executor_(backend_->executor()),
-      retry_timer_(executor_) {
+      done_(std::move(done)) {
   if (request_.kind == primitive::semaphore) {
     const std::string base = backend_->semaphore_file_name(request_.name);
     count_file_ = backend_->directory() / base;
@@ -45,6 +43,7 @@ file_acquire::file_acquire(std::shared_ptr<file_backend> backend, acquire_reques
 file_acquire::~file_acquire() { drop_writers_file(); }
 
 void file_acquire::start() {
+  executor_ = backend_->executor();
   boost::asio::post(executor_, [self = shared_from_this()] { self->attempt(); });
 }
 
@@ -200,15 +199,16 @@ std::unique_ptr<lease> file_acquire::grant(candidate& c, const std::filesystem::
 }
 
 void file_acquire::arm_retry_timer(std::chrono::nanoseconds after) {
-  retry_timer_.expires_after(after);
-  retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+  if (!retry_timer_) retry_timer_.emplace(backend_->executor());
+  retry_timer_->expires_after(after);
+  retry_timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     if (auto self = weak.lock(); self && !ec) self->attempt();
   });
 }
 
 void file_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
   finished_ = true;
-  retry_timer_.cancel();
+  if (retry_timer_) retry_timer_->cancel();
   if (waiting_) {
     for (const std::string& file : watched_files()) backend_->remove_waiter(file, this);
     waiting_ = false;

@@ -67,8 +67,9 @@ class file_acquire final : public acquire_operation,
   std::shared_ptr<file_backend> backend_;
   acquire_request request_;
   acquire_completion done_;
+  // Set by start(): an inline attempt uses neither, so it starts no provider thread.
   boost::asio::any_io_executor executor_;
-  boost::asio::steady_timer retry_timer_;
+  std::optional<boost::asio::steady_timer> retry_timer_;
   std::vector<candidate> candidates_;
   // Reader-writer locks only: the writers file, taken in the request's mode before the lock
   // file and dropped once the lock file is ours or the wait ends.

@@ -69,7 +69,7 @@ file_backend::~file_backend() {
   events_.reset();
 }
 
-void file_backend::start() {
+void file_backend::arm_monitor() {
   // Weak: a provider dropped at once must be shut down by its owner's thread, not this one.
   boost::asio::post(executor(), [weak = weak_from_this()] {
     auto self = weak.lock();
@@ -323,8 +323,14 @@ void file_backend::remove_waiter(const std::string& file, file_acquire* waiter) 
 }
 
 void file_backend::add_held(const std::string& file, file_lease* lease) {
-  std::lock_guard lock(held_mutex_);
-  held_.emplace(file, lease);
+  bool first = false;
+  {
+    std::lock_guard lock(held_mutex_);
+    held_.emplace(file, lease);
+    first = !monitor_armed_;
+    monitor_armed_ = true;
+  }
+  if (first) arm_monitor();
 }
 
 void file_backend::remove_held(const std::string& file, file_lease* lease) {

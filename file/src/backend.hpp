@@ -24,7 +24,7 @@ namespace dlock::file::detail {
 class file_acquire;
 class file_lease;
 
-/// The lock directory. Held locks are checked every monitor_period. From the provider's first
+/// The lock directory. Held locks are checked every monitor_period, from the first grant on. From the provider's first
 /// wait on, the directory is watched with inotify: waiters wake when a lock file is closed (a
 /// holder released or died), and held locks are checked at once when a file is removed or
 /// renamed. The watch is not made sooner because a process that ever had one pays for its
@@ -51,9 +51,6 @@ class file_backend final : public dlock::backend,
   lock_inspection inspect(const std::string& name) override;
   std::vector<lock_inspection> list_locks(const std::string& prefix) override;
   void break_lock(const std::string& name) override;
-
-  /// Starts the monitor; called once the backend is owned by a shared_ptr.
-  void start() override;
 
   const std::filesystem::path& directory() const noexcept { return directory_; }
   const options& settings() const noexcept { return options_; }
@@ -92,6 +89,9 @@ class file_backend final : public dlock::backend,
   void wait_for_events();
   void read_events();
   void check_held(const std::string* file);
+  /// Starts the monitor, and with it the provider's thread (io_thread), at the first grant:
+  /// a provider that holds no lock (a `dlock -n` that finds it taken) needs neither.
+  void arm_monitor();
   void schedule_monitor();
 
   options options_;
@@ -102,6 +102,7 @@ class file_backend final : public dlock::backend,
   std::unordered_map<std::string, std::vector<file_acquire*>> waiters_;
   std::mutex held_mutex_;
   std::unordered_multimap<std::string, file_lease*> held_;
+  bool monitor_armed_ = false;  // under held_mutex_
   std::mutex leader_watches_mutex_;
   std::unordered_multimap<std::string, std::shared_ptr<watch_callback>> leader_watches_;
 };
