@@ -23,20 +23,25 @@ file_acquire::file_acquire(std::shared_ptr<file_backend> backend, acquire_reques
       done_(std::move(done)) {
   if (request_.kind == primitive::semaphore) {
     const std::string base = backend_->semaphore_file_name(request_.name);
-    count_file_ = backend_->directory() / base;
+    count_file_ = backend_->path_of(base);
     for (std::uint32_t i = 0; i < request_.max_count; ++i) {
-      candidates_.push_back({base + "." + std::to_string(i), {}});
+      candidates_.push_back(candidate_of(base + "." + std::to_string(i)));
     }
   } else if (request_.kind == primitive::upgrade_gate) {
-    candidates_.push_back({backend_->gate_file_name(request_.name), {}});
+    candidates_.push_back(candidate_of(backend_->gate_file_name(request_.name)));
   } else if (request_.kind == primitive::election) {
-    candidates_.push_back({backend_->election_file_name(request_.name), {}});
+    candidates_.push_back(candidate_of(backend_->election_file_name(request_.name)));
   } else {
-    candidates_.push_back({backend_->lock_file_name(request_.name), {}});
+    candidates_.push_back(candidate_of(backend_->lock_file_name(request_.name)));
   }
   if (request_.kind == primitive::reader_writer_lock) {
-    writers_.emplace(candidate{backend_->writers_file_name(request_.name), {}});
+    writers_.emplace(candidate_of(backend_->writers_file_name(request_.name)));
   }
+}
+
+file_acquire::candidate file_acquire::candidate_of(std::string file) const {
+  std::string path = backend_->path_of(file);
+  return candidate{std::move(file), std::move(path), {}};
 }
 
 // An inline attempt that got the writers file but not the lock file lets go of it here.
@@ -97,7 +102,7 @@ std::unique_ptr<lease> file_acquire::try_once() {
     }
     for (candidate& c : candidates_) {
       if (!lock(c, request_.mode)) continue;
-      auto granted = grant(c, backend_->directory() / c.file);
+      auto granted = grant(c);
       drop_writers_file();
       return granted;
     }
@@ -108,7 +113,7 @@ std::unique_ptr<lease> file_acquire::try_once() {
 }
 
 bool file_acquire::lock(candidate& c, lock_mode mode) {
-  const std::filesystem::path path = backend_->directory() / c.file;
+  const std::string& path = c.path;
   for (int reopen = 0;; ++reopen) {
     if (!c.fd) c.fd = open_lock_file(path);
     if (!try_flock(c.fd.get(), mode)) return false;
@@ -117,7 +122,7 @@ bool file_acquire::lock(candidate& c, lock_mode mode) {
     // excludes nobody. Drop it and lock what the path names now.
     c.fd.reset();
     if (reopen == 1000) {
-      throw file_failure{path.string() + " keeps being replaced while being locked"};
+      throw file_failure{path + " keeps being replaced while being locked"};
     }
   }
 }
@@ -130,8 +135,7 @@ void file_acquire::drop_writers_file() noexcept {
   const int fd = writers_->fd.get();
   if (backend_->settings().remove_files_on_release && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
     try {
-      const auto path = backend_->directory() / writers_->file;
-      if (path_names_fd(path, fd)) ::unlink(path.c_str());
+      if (path_names_fd(writers_->path, fd)) ::unlink(writers_->path.c_str());
     } catch (const file_failure&) {
       // Keeping the file is always safe; only its removal was optional.
     }
@@ -155,8 +159,7 @@ std::uint32_t file_acquire::current_count() {
     std::uint32_t free = 0;
     for (const candidate& c : candidates_) {
       struct stat slot {};
-      const auto path = backend_->directory() / c.file;
-      if (::stat(path.c_str(), &slot) != 0 || !is_flocked(held, slot)) ++free;
+      if (::stat(c.path.c_str(), &slot) != 0 || !is_flocked(held, slot)) ++free;
     }
     return free;
   } catch (const file_failure& failure) {
@@ -169,11 +172,11 @@ void file_acquire::check_count() {
   count_fd_ = open_lock_file(count_file_);
   const std::uint32_t stored = check_semaphore_count(count_fd_.get(), request_.max_count);
   if (stored != request_.max_count) {
-    throw backend_->max_count_mismatch(request_, stored, count_file_.string());
+    throw backend_->max_count_mismatch(request_, stored, count_file_);
   }
 }
 
-std::unique_ptr<lease> file_acquire::grant(candidate& c, const std::filesystem::path& path) {
+std::unique_ptr<lease> file_acquire::grant(candidate& c) {
   const int counter_fd = request_.kind == primitive::semaphore ? count_fd_.get() : c.fd.get();
   // A LOCK_EX holder of its own file is the only grant that can touch the counter; readers
   // and the slots of a semaphore share theirs and take the byte-range lock.
@@ -194,7 +197,9 @@ std::unique_ptr<lease> file_acquire::grant(candidate& c, const std::filesystem::
         .owner = request_.owner,
         .name = request_.name});
   }
-  return std::make_unique<file_lease>(backend_, path, c.file, std::move(c.fd),
+  // The path goes with the grant (nothing locks this candidate again); the file name stays,
+  // since finish() still names the files this acquire waited on.
+  return std::make_unique<file_lease>(backend_, std::move(c.path), c.file, std::move(c.fd),
                                       request_.mode == lock_mode::exclusive, token);
 }
 

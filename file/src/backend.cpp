@@ -250,6 +250,16 @@ std::string file_of(std::string_view name, std::string_view suffix) {
 
 }  // namespace
 
+std::string file_backend::path_of(std::string_view file) const {
+  const std::string& directory = directory_.native();
+  std::string path;
+  path.reserve(directory.size() + 1 + file.size());
+  path += directory;
+  if (path.empty() || path.back() != '/') path += '/';
+  path += file;
+  return path;
+}
+
 std::string file_backend::lock_file_name(std::string_view name) const {
   return file_of(name, ".lock");
 }

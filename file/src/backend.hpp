@@ -54,6 +54,9 @@ class file_backend final : public dlock::backend,
 
   const std::filesystem::path& directory() const noexcept { return directory_; }
   const options& settings() const noexcept { return options_; }
+  /// The path of `file` in the directory: a string join, cheaper than path's operator/,
+  /// which parses both sides into components.
+  std::string path_of(std::string_view file) const;
   /// The file of `name`'s lock and reader-writer lock: `<escaped name>.lock`.
   std::string lock_file_name(std::string_view name) const;
   /// The base of `name`'s semaphore files: `<escaped name>.semaphore`.
