@@ -1,5 +1,6 @@
 #include "unforked_children.hpp"
 
+#include <dlfcn.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -49,6 +50,23 @@ inline long raw_call(long number, long a = 0, long b = 0, long c = 0, long d = 0
   return result == -1 ? -errno : result;
 }
 #endif
+
+// ThreadSanitizer intercepts clone() and runs its own bookkeeping in the child, through state
+// on the caller's stack, which a CLONE_VM child must not touch (the watchdog outlives that
+// frame): under it, the children are made by libc's own clone(), found past the interceptor.
+using clone_function = int (*)(int (*)(void*), void*, int, void*, ...);
+clone_function libc_clone() {
+#if DLOCK_CLONE_FROM_LIBC
+  static const clone_function found = [] {
+    void* libc = ::dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    void* symbol = libc ? ::dlsym(libc, "clone") : nullptr;
+    return symbol ? reinterpret_cast<clone_function>(symbol) : &::clone;
+  }();
+  return found;
+#else
+  return &::clone;
+#endif
+}
 
 constexpr long kernel_sigset_bytes = 8;  // _NSIG / 8 on Linux
 constexpr std::size_t child_stack_bytes = 64 * 1024;
@@ -134,7 +152,8 @@ pid_t start_command(command_start& start) {
   // CLONE_VFORK: dlock's thread waits until the child has exec'd or exited, so the child may
   // use this stack and write exec_errno, as posix_spawn does. posix_spawn itself cannot set
   // PR_SET_PDEATHSIG or tell the watchdog the group before exec.
-  const pid_t pid = ::clone(run_command, top_of(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+  const pid_t pid =
+      libc_clone()(run_command, top_of(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
   const int err = errno;
   ::munmap(stack, child_stack_bytes);
   errno = err;
@@ -152,7 +171,7 @@ pid_t start_watchdog(int read_end, int write_end) {
   // never unmapped, since it may outlive dlock.
   void* stack = map_stack();
   if (!stack) return -1;
-  const pid_t pid = ::clone(watch, top_of(stack), CLONE_VM | SIGCHLD, arg);
+  const pid_t pid = libc_clone()(watch, top_of(stack), CLONE_VM | SIGCHLD, arg);
   if (pid < 0) {
     const int err = errno;
     ::munmap(stack, child_stack_bytes);

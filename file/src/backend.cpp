@@ -245,7 +245,9 @@ namespace {
 // Every file of a name is its escaped name and a suffix of its own, so no two names and no
 // two primitives of one name share a file by accident.
 std::string file_of(std::string_view name, std::string_view suffix) {
-  return naming::escape_segment(name, max_escaped_bytes, true) + std::string(suffix);
+  std::string file = naming::escape_segment(name, max_escaped_bytes, true);
+  file += suffix;
+  return file;
 }
 
 }  // namespace
@@ -277,7 +279,7 @@ std::string file_backend::election_file_name(std::string_view name) const {
 }
 
 std::string file_backend::writers_file_name(std::string_view name) const {
-  return naming::escape_segment(name, max_escaped_bytes, true) + ".writers";
+  return file_of(name, ".writers");
 }
 
 std::optional<std::uint32_t> file_backend::current_count(const acquire_request& request) {
