@@ -32,7 +32,8 @@ pid_t start_command(command_start& start);
 /// waits for one more byte; EOF instead (dlock died: every write end is closed) kills the
 /// pid's process group. All signals that can be are blocked in it, and it closes its copies
 /// of descriptors 0 to 2 (other than `read_end`), so it holds no pipe of dlock's output open. Returns its pid, or -1 with errno.
-/// It is not waited for: its stack is never freed, since it may outlive dlock.
+/// It is not waited for: its stack is never freed, since it may outlive dlock. Sharing dlock's
+/// memory, it is killed with dlock by the OOM killer (docs/cli.md).
 pid_t start_watchdog(int read_end, int write_end);
 
 }  // namespace dlock::cli
