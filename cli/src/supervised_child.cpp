@@ -11,14 +11,14 @@
 #include <system_error>
 
 #include "exit_codes.hpp"
-#include "unforked_children.hpp"
+#include "raw_children.hpp"
 
 extern char** environ;
 
 namespace dlock::cli {
 namespace {
 
-// Resolved before the child is made: it may make raw system calls only (unforked_children.hpp),
+// Resolved before the child is made: it may make raw system calls only (raw_children.hpp),
 // and execvp's PATH search allocates.
 std::string resolve_command(const std::string& command) {
   if (command.empty()) throw spawn_error(exit_not_found, "dlock: empty command name");

@@ -1,9 +1,10 @@
-// The command and the watchdog started without fork: clone(CLONE_VM) children that share
-// dlock's memory, so no page table is copied and dlock takes no copy-on-write faults after
-// (fork cost dlock about as much CPU as the whole of flock(1)'s own work). What such a child
-// runs must not touch dlock's heap, locks or thread-local state (errno): it makes raw system
-// calls only, and its file is built without sanitizer instrumentation, whose runtime keeps
-// per-thread state the child would share with dlock's thread.
+// The command started without fork: a clone(CLONE_VM | CLONE_VFORK) child that shares dlock's
+// memory until it execs, as posix_spawn's does, so no page table is copied and dlock takes no
+// copy-on-write faults afterwards. What it runs must not touch dlock's heap, locks or
+// thread-local state (errno): it makes raw system calls only, and its file is built without
+// sanitizer instrumentation, whose runtime keeps per-thread state the child would share with
+// dlock's thread. The watchdog, which must survive whatever kills dlock, is a fork running the
+// same kind of code.
 #pragma once
 
 #include <signal.h>
@@ -31,9 +32,9 @@ pid_t start_command(command_start& start);
 /// Starts the watchdog: it closes its copy of `write_end`, reads a pid from `read_end`, then
 /// waits for one more byte; EOF instead (dlock died: every write end is closed) kills the
 /// pid's process group. All signals that can be are blocked in it, and it closes its copies
-/// of descriptors 0 to 2 (other than `read_end`), so it holds no pipe of dlock's output open. Returns its pid, or -1 with errno.
-/// It is not waited for: its stack is never freed, since it may outlive dlock. Sharing dlock's
-/// memory, it is killed with dlock by the OOM killer (docs/cli.md).
+/// of descriptors 0 to 2 (other than `read_end`), so it holds no pipe of dlock's output open.
+/// It is a fork (its own memory, so the OOM killer's choice of dlock does not end it too).
+/// Returns its pid, or -1 with errno.
 pid_t start_watchdog(int read_end, int write_end);
 
 }  // namespace dlock::cli
