@@ -24,8 +24,8 @@ namespace dlock::file::detail {
 class file_acquire;
 class file_lease;
 
-/// The lock directory. Held locks are checked every monitor_period, from the first grant on. From the provider's first
-/// wait on, the directory is watched with inotify: waiters wake when a lock file is closed (a
+/// The lock directory. Held locks are checked every monitor_period, from the first grant on.
+/// From the provider's first wait on, the directory is watched with inotify: waiters wake when a lock file is closed (a
 /// holder released or died), and held locks are checked at once when a file is removed or
 /// renamed. The watch is not made sooner because a process that ever had one pays for its
 /// teardown when it closes it or exits (the kernel waits for an RCU grace period, about 4 to

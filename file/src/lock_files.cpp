@@ -240,9 +240,11 @@ std::uint32_t check_semaphore_count(int fd, std::uint32_t max_count) {
     const auto [end, ec] = std::from_chars(begin, header.data() + header.size(), stored);
     if (ec == std::errc() && stored > 0) return stored;
   }
-  const std::string fresh = (header.size() >= counter_bytes ? header.substr(0, counter_bytes)
-                                                            : std::string(format_counter(0).view())) +
-                            std::string(key) + std::to_string(max_count) + "\n";
+  std::string fresh = header.size() >= counter_bytes ? header.substr(0, counter_bytes)
+                                                     : std::string(format_counter(0).view());
+  fresh += key;
+  fresh += std::to_string(max_count);
+  fresh += '\n';
   write_prefix(fd, fresh);
   return max_count;
 }
