@@ -1,7 +1,6 @@
 #include "supervised_child.hpp"
 
 #include <fcntl.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,14 +11,15 @@
 #include <system_error>
 
 #include "exit_codes.hpp"
+#include "raw_children.hpp"
 
 extern char** environ;
 
 namespace dlock::cli {
 namespace {
 
-// Resolved before fork: after fork in a threaded process only async-signal-safe calls are
-// allowed, and execvp's PATH search allocates.
+// Resolved before the child is made: it may make raw system calls only (raw_children.hpp),
+// and execvp's PATH search allocates.
 std::string resolve_command(const std::string& command) {
   if (command.empty()) throw spawn_error(exit_not_found, "dlock: empty command name");
   if (command.find('/') != std::string::npos) return command;
@@ -81,75 +81,29 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
   for (auto& extra : env_storage) envp.push_back(extra.data());
   envp.push_back(nullptr);
 
-  // The watchdog starts first and learns the command's group before the command may exec,
-  // so there is no moment when a command could fork and dlock die unwatched.
+  // The watchdog starts first; the child tells it the command's group before exec, so there
+  // is no moment when a command could fork and dlock die unwatched.
   start_watchdog();
-  // The child waits on `go` until the watchdog knows its group (EOF there: dlock died, so it
-  // never runs), and reports a failed exec through `exec_status` (EOF: exec succeeded).
-  int go[2];
-  int exec_status[2];
-  if (::pipe2(go, O_CLOEXEC) != 0) {
-    throw spawn_error(exit_os_error, std::string("dlock: pipe: ") + std::strerror(errno));
-  }
-  if (::pipe2(exec_status, O_CLOEXEC) != 0) {
-    const int err = errno;
-    ::close(go[0]);
-    ::close(go[1]);
-    throw spawn_error(exit_os_error, std::string("dlock: pipe: ") + std::strerror(err));
-  }
   terminal_ = open_controlling_terminal();
   const bool give_terminal = in_foreground_of(terminal_);
-  const int terminal = terminal_;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
+  command_start start{.program = program.c_str(),
+                      .argv = argv.data(),
+                      .envp = envp.data(),
+                      .parent = ::getpid(),
+                      .watchdog_fd = watchdog_pipe_,
+                      .terminal = give_terminal ? terminal_ : -1,
+                      .mask = &child_mask};
+  const pid_t pid = start_command(start);
   if (pid < 0) {
     const int err = errno;
-    for (int fd : {go[0], go[1], exec_status[0], exec_status[1]}) ::close(fd);
     if (terminal_ >= 0) ::close(terminal_);
-    throw spawn_error(exit_os_error, std::string("dlock: fork: ") + std::strerror(err));
+    terminal_ = -1;
+    disarm_watchdog();
+    throw spawn_error(exit_os_error, std::string("dlock: clone: ") + std::strerror(err));
   }
-  if (pid == 0) {
-    // Only async-signal-safe calls from here on: this is a fork of a threaded process.
-    ::close(exec_status[0]);
-    ::close(go[1]);
-    ::setpgid(0, 0);
-    // The lock dies with dlock, so the command must too: it may not go on unprotected.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(exit_signal_base + SIGKILL);
-    char word = 0;
-    ssize_t got;
-    do {
-      got = ::read(go[0], &word, 1);
-    } while (got < 0 && errno == EINTR);
-    if (got != 1) ::_exit(exit_signal_base + SIGKILL);
-    // SIGTTOU is still blocked here, which lets a background group take the terminal.
-    if (give_terminal) ::tcsetpgrp(terminal, ::getpid());
-    ::sigprocmask(SIG_SETMASK, &child_mask, nullptr);
-    ::execve(program.c_str(), argv.data(), envp.data());
-    const int err = errno;
-    [[maybe_unused]] auto written = ::write(exec_status[1], &err, sizeof err);
-    ::_exit(exit_not_found);
-  }
-  ::close(exec_status[1]);
-  ::close(go[0]);
   pid_ = pid;
-  // Both sides set the group, so it exists whichever runs first (as shells do).
-  ::setpgid(pid, pid);
-  [[maybe_unused]] auto told = ::write(watchdog_pipe_, &pid, sizeof pid);
-  const char word = 'x';
-  [[maybe_unused]] auto going = ::write(go[1], &word, 1);
-  ::close(go[1]);
-  if (give_terminal) {
-    ::tcsetpgrp(terminal_, pid);
-    owns_terminal_ = true;
-  }
-  int exec_errno = 0;
-  ssize_t got;
-  do {
-    got = ::read(exec_status[0], &exec_errno, sizeof exec_errno);
-  } while (got < 0 && errno == EINTR);
-  ::close(exec_status[0]);
-  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+  owns_terminal_ = give_terminal;
+  if (start.exec_errno != 0) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     pid_ = -1;
@@ -158,8 +112,8 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
     ::close(terminal_);
     terminal_ = -1;
     disarm_watchdog();
-    throw spawn_error(exec_errno == ENOENT ? exit_not_found : exit_not_executable,
-                      "dlock: " + program + ": " + std::strerror(exec_errno));
+    throw spawn_error(start.exec_errno == ENOENT ? exit_not_found : exit_not_executable,
+                      "dlock: " + program + ": " + std::strerror(start.exec_errno));
   }
 }
 
@@ -168,42 +122,13 @@ void supervised_child::start_watchdog() {
   if (::pipe2(ends, O_CLOEXEC) != 0) {
     throw spawn_error(exit_os_error, std::string("dlock: pipe: ") + std::strerror(errno));
   }
-  const pid_t watchdog = ::fork();
-  if (watchdog < 0) {
-    const int err = errno;
-    ::close(ends[0]);
-    ::close(ends[1]);
-    throw spawn_error(exit_os_error, std::string("dlock: fork: ") + std::strerror(err));
-  }
-  if (watchdog == 0) {
-    // Only async-signal-safe calls here: this is a fork of a threaded process. Signals meant
-    // for dlock's group must not end the watchdog; dlock's forwarded set is blocked already.
-    ::close(ends[1]);
-    // It never writes, and must not hold a pipe on dlock's output open after dlock exits
-    // (dlock does not wait for it to end).
-    for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; ++fd) {
-      if (fd != ends[0]) ::close(fd);
-    }
-    ::signal(SIGINT, SIG_IGN);
-    ::signal(SIGTSTP, SIG_IGN);
-    auto read_fully = [&](void* into, std::size_t size) {
-      auto* at = static_cast<char*>(into);
-      std::size_t have = 0;
-      while (have < size) {
-        const ssize_t got = ::read(ends[0], at + have, size - have);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) return false;
-        have += static_cast<std::size_t>(got);
-      }
-      return true;
-    };
-    pid_t group = 0;
-    if (!read_fully(&group, sizeof group)) ::_exit(0);  // no command was started
-    char verdict = 0;
-    if (!read_fully(&verdict, 1)) ::kill(-group, SIGKILL);  // EOF: dlock died without a word
-    ::_exit(0);
-  }
+  const pid_t watchdog = dlock::cli::start_watchdog(ends[0], ends[1]);
+  const int err = errno;
   ::close(ends[0]);
+  if (watchdog < 0) {
+    ::close(ends[1]);
+    throw spawn_error(exit_os_error, std::string("dlock: clone: ") + std::strerror(err));
+  }
   watchdog_pipe_ = ends[1];
   watchdog_pid_ = watchdog;
 }

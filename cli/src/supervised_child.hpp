@@ -25,7 +25,7 @@ class supervised_child {
   /// `extra_env` ("K=V") added and the signal mask `child_mask`; dispositions stay as dlock
   /// inherited them (exec resets handlers; a SIGHUP ignored by nohup stays ignored).
   ///
-  /// A watchdog process is forked beside it: if dlock dies without calling disarm_watchdog()
+  /// A watchdog process is started beside it: if dlock dies without calling disarm_watchdog()
   /// (SIGKILL, a crash), the watchdog kills the whole group, grandchildren included, so no
   /// part of the command runs on without the lock. Throws spawn_error.
   supervised_child(const std::vector<std::string>& command,

@@ -51,7 +51,8 @@ struct held_lock {
   std::shared_ptr<lock_service> service;
   std::shared_ptr<lease> granted;     // shared with a hold limit's timer while it releases
   std::shared_ptr<hold_limit> limit;  // null without a maximum hold time
-  std::shared_ptr<callbacks_gate> callbacks_open = std::make_shared<callbacks_gate>();
+  /// Made by the first on_lost (under callbacks_mutex): most handles never have one.
+  std::shared_ptr<callbacks_gate> callbacks_open;
   std::string name;
   primitive kind = primitive::lock;
   lock_mode mode = lock_mode::exclusive;

@@ -28,7 +28,6 @@ io_thread::io_thread() : context_(std::make_shared<boost::asio::io_context>(1)) 
     // socket, which would be somewhere deep in a backend; making it here reports a process out
     // of descriptors once, as a dlock::error, where the provider is made.
     boost::asio::steady_timer{*context_};
-    start_thread();
   } catch (const boost::system::system_error& e) {
     throw_cannot_start(e);
   } catch (const std::system_error& e) {
@@ -36,26 +35,38 @@ io_thread::io_thread() : context_(std::make_shared<boost::asio::io_context>(1)) 
   }
 }
 
-void io_thread::start_thread() {
-  thread_ = std::thread([context = context_] {
-    auto work = boost::asio::make_work_guard(*context);
-    // A handler that throws would otherwise end the thread and the process with it; the
-    // handlers are the user's completion handlers, so report and keep serving the others.
-    while (!context->stopped()) {
-      try {
-        context->run();
-      } catch (const std::exception& e) {
-        std::cerr << "dlock: exception escaped a completion handler: " << e.what() << '\n';
-      } catch (...) {
-        std::cerr << "dlock: unknown exception escaped a completion handler\n";
+void io_thread::start_thread() const {
+  std::lock_guard lock(start_mutex_);
+  if (started_.load(std::memory_order_relaxed)) return;
+  try {
+    thread_ = std::thread([context = context_] {
+      auto work = boost::asio::make_work_guard(*context);
+      // A handler that throws would otherwise end the thread and the process with it; the
+      // handlers are the user's completion handlers, so report and keep serving the others.
+      while (!context->stopped()) {
+        try {
+          context->run();
+        } catch (const std::exception& e) {
+          std::cerr << "dlock: exception escaped a completion handler: " << e.what() << '\n';
+        } catch (...) {
+          std::cerr << "dlock: unknown exception escaped a completion handler\n";
+        }
       }
-    }
-  });
+    });
+  } catch (const std::system_error& e) {
+    throw_cannot_start(e);
+  }
+  started_.store(true, std::memory_order_release);
 }
 
 io_thread::~io_thread() { stop(); }
 
 void io_thread::stop() {
+  {
+    // A later executor() must not start a thread that nobody would join.
+    std::lock_guard lock(start_mutex_);
+    started_.store(true, std::memory_order_release);
+  }
   context_->stop();
   if (!thread_.joinable()) return;
   if (running_in_this_thread()) {
@@ -65,7 +76,10 @@ void io_thread::stop() {
   }
 }
 
-boost::asio::any_io_executor io_thread::executor() const { return context_->get_executor(); }
+boost::asio::any_io_executor io_thread::executor() const {
+  if (!started_.load(std::memory_order_acquire)) start_thread();
+  return context_->get_executor();
+}
 
 bool io_thread::running_in_this_thread() const noexcept {
   return context_->get_executor().running_in_this_thread();

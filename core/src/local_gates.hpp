@@ -4,7 +4,7 @@
 // loads the server and local contenders are served in order.
 #pragma once
 
-#include <deque>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,8 +34,9 @@ class local_gates {
 
  private:
   std::mutex mutex_;
-  // A key is present while its gate is held; the deque holds the ops waiting for it.
-  std::unordered_map<std::string, std::deque<std::shared_ptr<acquire_op>>> gates_;
+  // A key is present while its gate is held; the list holds the ops waiting for it. A list,
+  // not a deque: an empty deque allocates, and most gates are entered and left unqueued.
+  std::unordered_map<std::string, std::list<std::shared_ptr<acquire_op>>> gates_;
 };
 
 }  // namespace dlock::detail

@@ -30,14 +30,16 @@ const std::string& empty_name() {
 // Whoever comes first of the handle and the hold limit releases the lease.
 void release_lease(detail::held_lock& held) {
   detail::held_lock* state = &held;
+  std::shared_ptr<detail::callbacks_gate> gate;
   {
     std::lock_guard lock(state->callbacks_mutex);
     state->on_lost_callbacks.clear();
+    gate = state->callbacks_open;
   }
-  {
+  if (gate) {
     // Callbacks already posted to the executor are dropped too.
-    std::lock_guard lock(state->callbacks_open->mutex);
-    state->callbacks_open->open = false;
+    std::lock_guard lock(gate->mutex);
+    gate->open = false;
   }
   if (state->limit) {
     std::lock_guard lock(state->limit->mutex);
@@ -106,6 +108,8 @@ std::stop_token lock_handle::lost_token() const noexcept {
 void lock_handle::on_lost(std::function<void()> callback) {
   if (!state_) return;
   auto executor = state_->service->backend().executor();
+  std::lock_guard lock(state_->callbacks_mutex);
+  if (!state_->callbacks_open) state_->callbacks_open = std::make_shared<detail::callbacks_gate>();
   std::function<void()> post_callback = [executor, callback = std::move(callback),
                                          gate = state_->callbacks_open] {
     boost::asio::post(executor, [callback, gate] {
@@ -113,7 +117,6 @@ void lock_handle::on_lost(std::function<void()> callback) {
       if (gate->open) callback();
     });
   };
-  std::lock_guard lock(state_->callbacks_mutex);
   state_->on_lost_callbacks.push_back(std::make_unique<detail::held_lock::lost_callback>(
       state_->granted->lost_token(), std::move(post_callback)));
 }

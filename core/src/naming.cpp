@@ -69,6 +69,14 @@ void validate_name(std::string_view name) {
 }
 
 std::string escape_segment(std::string_view name, std::size_t max_bytes, bool keep_non_ascii) {
+  // Most names need no escaping: one pass and one copy (a backend escapes per grant).
+  if (name.size() <= max_bytes) {
+    std::size_t kept = 0;
+    while (kept < name.size() && kept_ascii(static_cast<unsigned char>(name[kept]), kept == 0)) {
+      ++kept;
+    }
+    if (kept == name.size()) return std::string(name);
+  }
   std::string escaped;
   // Byte offsets in `escaped` where a character (escaped or not) ends: the legal cut points.
   std::vector<std::size_t> boundaries;

@@ -20,31 +20,35 @@ file_acquire::file_acquire(std::shared_ptr<file_backend> backend, acquire_reques
                            acquire_completion done)
     : backend_(std::move(backend)),
       request_(std::move(request)),
-      done_(std::move(done)),
-      executor_(backend_->executor()),
-      retry_timer_(executor_) {
+      done_(std::move(done)) {
   if (request_.kind == primitive::semaphore) {
     const std::string base = backend_->semaphore_file_name(request_.name);
-    count_file_ = backend_->directory() / base;
+    count_file_ = backend_->path_of(base);
     for (std::uint32_t i = 0; i < request_.max_count; ++i) {
-      candidates_.push_back({base + "." + std::to_string(i), {}});
+      candidates_.push_back(candidate_of(base + "." + std::to_string(i)));
     }
   } else if (request_.kind == primitive::upgrade_gate) {
-    candidates_.push_back({backend_->gate_file_name(request_.name), {}});
+    candidates_.push_back(candidate_of(backend_->gate_file_name(request_.name)));
   } else if (request_.kind == primitive::election) {
-    candidates_.push_back({backend_->election_file_name(request_.name), {}});
+    candidates_.push_back(candidate_of(backend_->election_file_name(request_.name)));
   } else {
-    candidates_.push_back({backend_->lock_file_name(request_.name), {}});
+    candidates_.push_back(candidate_of(backend_->lock_file_name(request_.name)));
   }
   if (request_.kind == primitive::reader_writer_lock) {
-    writers_.emplace(candidate{backend_->writers_file_name(request_.name), {}});
+    writers_.emplace(candidate_of(backend_->writers_file_name(request_.name)));
   }
+}
+
+file_acquire::candidate file_acquire::candidate_of(std::string file) const {
+  std::string path = backend_->path_of(file);
+  return candidate{std::move(file), std::move(path), {}};
 }
 
 // An inline attempt that got the writers file but not the lock file lets go of it here.
 file_acquire::~file_acquire() { drop_writers_file(); }
 
 void file_acquire::start() {
+  executor_ = backend_->executor();
   boost::asio::post(executor_, [self = shared_from_this()] { self->attempt(); });
 }
 
@@ -98,7 +102,7 @@ std::unique_ptr<lease> file_acquire::try_once() {
     }
     for (candidate& c : candidates_) {
       if (!lock(c, request_.mode)) continue;
-      auto granted = grant(c, backend_->directory() / c.file);
+      auto granted = grant(c);
       drop_writers_file();
       return granted;
     }
@@ -109,7 +113,7 @@ std::unique_ptr<lease> file_acquire::try_once() {
 }
 
 bool file_acquire::lock(candidate& c, lock_mode mode) {
-  const std::filesystem::path path = backend_->directory() / c.file;
+  const std::string& path = c.path;
   for (int reopen = 0;; ++reopen) {
     if (!c.fd) c.fd = open_lock_file(path);
     if (!try_flock(c.fd.get(), mode)) return false;
@@ -118,7 +122,7 @@ bool file_acquire::lock(candidate& c, lock_mode mode) {
     // excludes nobody. Drop it and lock what the path names now.
     c.fd.reset();
     if (reopen == 1000) {
-      throw file_failure{path.string() + " keeps being replaced while being locked"};
+      throw file_failure{path + " keeps being replaced while being locked"};
     }
   }
 }
@@ -131,8 +135,7 @@ void file_acquire::drop_writers_file() noexcept {
   const int fd = writers_->fd.get();
   if (backend_->settings().remove_files_on_release && ::flock(fd, LOCK_EX | LOCK_NB) == 0) {
     try {
-      const auto path = backend_->directory() / writers_->file;
-      if (path_names_fd(path, fd)) ::unlink(path.c_str());
+      if (path_names_fd(writers_->path, fd)) ::unlink(writers_->path.c_str());
     } catch (const file_failure&) {
       // Keeping the file is always safe; only its removal was optional.
     }
@@ -156,8 +159,7 @@ std::uint32_t file_acquire::current_count() {
     std::uint32_t free = 0;
     for (const candidate& c : candidates_) {
       struct stat slot {};
-      const auto path = backend_->directory() / c.file;
-      if (::stat(path.c_str(), &slot) != 0 || !is_flocked(held, slot)) ++free;
+      if (::stat(c.path.c_str(), &slot) != 0 || !is_flocked(held, slot)) ++free;
     }
     return free;
   } catch (const file_failure& failure) {
@@ -170,11 +172,11 @@ void file_acquire::check_count() {
   count_fd_ = open_lock_file(count_file_);
   const std::uint32_t stored = check_semaphore_count(count_fd_.get(), request_.max_count);
   if (stored != request_.max_count) {
-    throw backend_->max_count_mismatch(request_, stored, count_file_.string());
+    throw backend_->max_count_mismatch(request_, stored, count_file_);
   }
 }
 
-std::unique_ptr<lease> file_acquire::grant(candidate& c, const std::filesystem::path& path) {
+std::unique_ptr<lease> file_acquire::grant(candidate& c) {
   const int counter_fd = request_.kind == primitive::semaphore ? count_fd_.get() : c.fd.get();
   // A LOCK_EX holder of its own file is the only grant that can touch the counter; readers
   // and the slots of a semaphore share theirs and take the byte-range lock.
@@ -195,20 +197,23 @@ std::unique_ptr<lease> file_acquire::grant(candidate& c, const std::filesystem::
         .owner = request_.owner,
         .name = request_.name});
   }
-  return std::make_unique<file_lease>(backend_, path, c.file, std::move(c.fd),
+  // The path goes with the grant (nothing locks this candidate again); the file name stays,
+  // since finish() still names the files this acquire waited on.
+  return std::make_unique<file_lease>(backend_, std::move(c.path), c.file, std::move(c.fd),
                                       request_.mode == lock_mode::exclusive, token);
 }
 
 void file_acquire::arm_retry_timer(std::chrono::nanoseconds after) {
-  retry_timer_.expires_after(after);
-  retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+  if (!retry_timer_) retry_timer_.emplace(backend_->executor());
+  retry_timer_->expires_after(after);
+  retry_timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     if (auto self = weak.lock(); self && !ec) self->attempt();
   });
 }
 
 void file_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
   finished_ = true;
-  retry_timer_.cancel();
+  if (retry_timer_) retry_timer_->cancel();
   if (waiting_) {
     for (const std::string& file : watched_files()) backend_->remove_waiter(file, this);
     waiting_ = false;

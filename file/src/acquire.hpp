@@ -48,6 +48,7 @@ class file_acquire final : public acquire_operation,
  private:
   struct candidate {
     std::string file;
+    std::string path;  // the directory's and file's, joined once per acquire
     // Kept open while waiting: closing it would raise the very close event that wakes
     // every waiter, this one included, and the waiters would wake each other forever.
     unique_fd fd;
@@ -60,21 +61,23 @@ class file_acquire final : public acquire_operation,
   void drop_writers_file() noexcept;
   std::vector<std::string> watched_files() const;
   void check_count();
-  std::unique_ptr<lease> grant(candidate& c, const std::filesystem::path& path);
+  std::unique_ptr<lease> grant(candidate& c);
+  candidate candidate_of(std::string file) const;
   void arm_retry_timer(std::chrono::nanoseconds after);
   void finish(std::exception_ptr error, std::unique_ptr<lease> granted);
 
   std::shared_ptr<file_backend> backend_;
   acquire_request request_;
   acquire_completion done_;
+  // Set by start(): an inline attempt uses neither, so it starts no provider thread.
   boost::asio::any_io_executor executor_;
-  boost::asio::steady_timer retry_timer_;
+  std::optional<boost::asio::steady_timer> retry_timer_;
   std::vector<candidate> candidates_;
   // Reader-writer locks only: the writers file, taken in the request's mode before the lock
   // file and dropped once the lock file is ours or the wait ends.
   std::optional<candidate> writers_;
   bool writers_locked_ = false;
-  std::filesystem::path count_file_;
+  std::string count_file_;
   unique_fd count_fd_;
   bool waiting_ = false;
   bool finished_ = false;

@@ -69,7 +69,7 @@ file_backend::~file_backend() {
   events_.reset();
 }
 
-void file_backend::start() {
+void file_backend::arm_monitor() {
   // Weak: a provider dropped at once must be shut down by its owner's thread, not this one.
   boost::asio::post(executor(), [weak = weak_from_this()] {
     auto self = weak.lock();
@@ -245,10 +245,22 @@ namespace {
 // Every file of a name is its escaped name and a suffix of its own, so no two names and no
 // two primitives of one name share a file by accident.
 std::string file_of(std::string_view name, std::string_view suffix) {
-  return naming::escape_segment(name, max_escaped_bytes, true) + std::string(suffix);
+  std::string file = naming::escape_segment(name, max_escaped_bytes, true);
+  file += suffix;
+  return file;
 }
 
 }  // namespace
+
+std::string file_backend::path_of(std::string_view file) const {
+  const std::string& directory = directory_.native();
+  std::string path;
+  path.reserve(directory.size() + 1 + file.size());
+  path += directory;
+  if (path.empty() || path.back() != '/') path += '/';
+  path += file;
+  return path;
+}
 
 std::string file_backend::lock_file_name(std::string_view name) const {
   return file_of(name, ".lock");
@@ -267,7 +279,7 @@ std::string file_backend::election_file_name(std::string_view name) const {
 }
 
 std::string file_backend::writers_file_name(std::string_view name) const {
-  return naming::escape_segment(name, max_escaped_bytes, true) + ".writers";
+  return file_of(name, ".writers");
 }
 
 std::optional<std::uint32_t> file_backend::current_count(const acquire_request& request) {
@@ -323,8 +335,14 @@ void file_backend::remove_waiter(const std::string& file, file_acquire* waiter) 
 }
 
 void file_backend::add_held(const std::string& file, file_lease* lease) {
-  std::lock_guard lock(held_mutex_);
-  held_.emplace(file, lease);
+  bool first = false;
+  {
+    std::lock_guard lock(held_mutex_);
+    held_.emplace(file, lease);
+    first = !monitor_armed_;
+    monitor_armed_ = true;
+  }
+  if (first) arm_monitor();
 }
 
 void file_backend::remove_held(const std::string& file, file_lease* lease) {

@@ -24,8 +24,8 @@ namespace dlock::file::detail {
 class file_acquire;
 class file_lease;
 
-/// The lock directory. Held locks are checked every monitor_period. From the provider's first
-/// wait on, the directory is watched with inotify: waiters wake when a lock file is closed (a
+/// The lock directory. Held locks are checked every monitor_period, from the first grant on.
+/// From the provider's first wait on, the directory is watched with inotify: waiters wake when a lock file is closed (a
 /// holder released or died), and held locks are checked at once when a file is removed or
 /// renamed. The watch is not made sooner because a process that ever had one pays for its
 /// teardown when it closes it or exits (the kernel waits for an RCU grace period, about 4 to
@@ -52,11 +52,11 @@ class file_backend final : public dlock::backend,
   std::vector<lock_inspection> list_locks(const std::string& prefix) override;
   void break_lock(const std::string& name) override;
 
-  /// Starts the monitor; called once the backend is owned by a shared_ptr.
-  void start() override;
-
   const std::filesystem::path& directory() const noexcept { return directory_; }
   const options& settings() const noexcept { return options_; }
+  /// The path of `file` in the directory: a string join, cheaper than path's operator/,
+  /// which parses both sides into components.
+  std::string path_of(std::string_view file) const;
   /// The file of `name`'s lock and reader-writer lock: `<escaped name>.lock`.
   std::string lock_file_name(std::string_view name) const;
   /// The base of `name`'s semaphore files: `<escaped name>.semaphore`.
@@ -92,6 +92,9 @@ class file_backend final : public dlock::backend,
   void wait_for_events();
   void read_events();
   void check_held(const std::string* file);
+  /// Starts the monitor, and with it the provider's thread (io_thread), at the first grant:
+  /// a provider that holds no lock (a `dlock -n` that finds it taken) needs neither.
+  void arm_monitor();
   void schedule_monitor();
 
   options options_;
@@ -102,6 +105,7 @@ class file_backend final : public dlock::backend,
   std::unordered_map<std::string, std::vector<file_acquire*>> waiters_;
   std::mutex held_mutex_;
   std::unordered_multimap<std::string, file_lease*> held_;
+  bool monitor_armed_ = false;  // under held_mutex_
   std::mutex leader_watches_mutex_;
   std::unordered_multimap<std::string, std::shared_ptr<watch_callback>> leader_watches_;
 };

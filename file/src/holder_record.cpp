@@ -46,18 +46,35 @@ Number number_of(std::string_view text) {
   return value;
 }
 
+// Appends `value` in decimal: to_chars, without to_string's temporary string.
+template <typename Number>
+void append_number(std::string& text, Number value) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  text.append(digits, end);
+}
+
 }  // namespace
 
 void write_holder_record(int fd, const holder_record& record) {
   const auto since_us = std::chrono::duration_cast<std::chrono::microseconds>(
                             record.since.time_since_epoch()).count();
-  std::string text(magic);
-  text += "kind=" + std::string(kind_word(record.kind)) + "\n";
-  text += "token=" + std::to_string(record.fencing_token) + "\n";
-  text += "since_us=" + std::to_string(since_us) + "\n";
-  text += "pid=" + std::to_string(record.pid) + "\n";
-  text += "owner=" + record.owner + "\n";
-  text += "name=" + record.name;
+  // One buffer, sized once: this runs on every exclusive grant.
+  std::string text;
+  text.reserve(magic.size() + 96 + record.owner.size() + record.name.size());
+  text += magic;
+  text += "kind=";
+  text += kind_word(record.kind);
+  text += "\ntoken=";
+  append_number(text, record.fencing_token);
+  text += "\nsince_us=";
+  append_number(text, since_us);
+  text += "\npid=";
+  append_number(text, record.pid);
+  text += "\nowner=";
+  text += record.owner;
+  text += "\nname=";
+  text += record.name;
   ssize_t put;
   do {
     put = ::pwrite(fd, text.data(), text.size(), fencing_counter_bytes);

@@ -11,7 +11,7 @@
 
 namespace dlock::file::detail {
 
-file_lease::file_lease(std::shared_ptr<file_backend> backend, std::filesystem::path path,
+file_lease::file_lease(std::shared_ptr<file_backend> backend, std::string path,
                        std::string file, unique_fd fd, bool exclusive,
                        std::uint64_t fencing_token)
     : lease(fencing_token),

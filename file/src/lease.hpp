@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -17,7 +16,7 @@ class file_backend;
 /// A granted file lock: the open, flock'ed file.
 class file_lease final : public dlock::lease {
  public:
-  file_lease(std::shared_ptr<file_backend> backend, std::filesystem::path path, std::string file,
+  file_lease(std::shared_ptr<file_backend> backend, std::string path, std::string file,
              unique_fd fd, bool exclusive, std::uint64_t fencing_token);
   ~file_lease() override;
   void release() override;
@@ -28,13 +27,13 @@ class file_lease final : public dlock::lease {
 
   /// The open, flock'ed file and its path (what an election's board writes its record into).
   int fd() const noexcept { return fd_.get(); }
-  const std::filesystem::path& path() const noexcept { return path_; }
+  const std::string& path() const noexcept { return path_; }
 
  private:
   void unlock_and_close() noexcept;
 
   std::shared_ptr<file_backend> backend_;
-  std::filesystem::path path_;
+  std::string path_;
   std::string file_;
   unique_fd fd_;
   bool exclusive_;

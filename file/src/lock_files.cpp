@@ -28,8 +28,8 @@ namespace {
 constexpr std::size_t counter_bytes = fencing_counter_bytes;
 constexpr std::size_t semaphore_header_bytes = 64;
 
-[[noreturn]] void fail(const char* call, const std::filesystem::path& path, int error) {
-  throw file_failure{std::string(call) + "(" + path.string() + "): " + std::strerror(error)};
+[[noreturn]] void fail(const char* call, const std::string& path, int error) {
+  throw file_failure{std::string(call) + "(" + path + "): " + std::strerror(error)};
 }
 
 [[noreturn]] void fail(const char* call, int error) {
@@ -110,10 +110,32 @@ std::uint64_t parse_counter(std::string_view text) {
   return ec == std::errc() ? value : 0;
 }
 
-std::string format_counter(std::uint64_t value) {
-  char buffer[counter_bytes + 1];
-  std::snprintf(buffer, sizeof buffer, "%020llu\n", static_cast<unsigned long long>(value));
-  return std::string(buffer, counter_bytes);
+/// The counter's bytes, zero-padded: 20 digits and a newline.
+struct formatted_counter {
+  char bytes[counter_bytes];
+  std::string_view view() const { return {bytes, counter_bytes}; }
+};
+
+formatted_counter format_counter(std::uint64_t value) {
+  formatted_counter out;
+  char digits[counter_bytes];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  const auto length = static_cast<std::size_t>(end - digits);
+  std::memset(out.bytes, '0', counter_bytes - 1 - length);
+  std::memcpy(out.bytes + (counter_bytes - 1 - length), digits, length);
+  out.bytes[counter_bytes - 1] = '\n';
+  return out;
+}
+
+/// The counter at the start of the file open as `fd` (0 when missing or unreadable).
+std::uint64_t read_counter(int fd) {
+  char buffer[counter_bytes];
+  ssize_t got;
+  do {
+    got = ::pread(fd, buffer, counter_bytes, 0);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) fail("pread", errno);
+  return parse_counter(std::string_view(buffer, static_cast<std::size_t>(got)));
 }
 
 }  // namespace
@@ -123,7 +145,7 @@ void unique_fd::reset(int fd) noexcept {
   fd_ = fd;
 }
 
-unique_fd open_lock_file(const std::filesystem::path& path) {
+unique_fd open_lock_file(const std::string& path) {
   int fd;
   do {
     fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0666);
@@ -141,7 +163,7 @@ bool try_flock(int fd, lock_mode mode) {
   return true;
 }
 
-bool path_names_fd(const std::filesystem::path& path, int fd) {
+bool path_names_fd(const std::string& path, int fd) {
   struct stat by_path {};
   struct stat by_fd {};
   if (::fstat(fd, &by_fd) != 0) fail("fstat", errno);
@@ -155,12 +177,12 @@ bool path_names_fd(const std::filesystem::path& path, int fd) {
 std::uint64_t next_fencing_token(int fd, bool sole_holder) {
   std::optional<range_lock> serialise;
   if (!sole_holder) serialise.emplace(fd, counter_bytes);
-  const std::uint64_t stored = parse_counter(read_prefix(fd, counter_bytes));
+  const std::uint64_t stored = read_counter(fd);
   const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
                        std::chrono::system_clock::now().time_since_epoch())
                        .count();
   const std::uint64_t next = std::max<std::uint64_t>(stored + 1, static_cast<std::uint64_t>(now));
-  write_prefix(fd, format_counter(next));
+  write_prefix(fd, format_counter(next).view());
   return next;
 }
 
@@ -218,9 +240,11 @@ std::uint32_t check_semaphore_count(int fd, std::uint32_t max_count) {
     const auto [end, ec] = std::from_chars(begin, header.data() + header.size(), stored);
     if (ec == std::errc() && stored > 0) return stored;
   }
-  const std::string fresh = (header.size() >= counter_bytes ? header.substr(0, counter_bytes)
-                                                            : format_counter(0)) +
-                            std::string(key) + std::to_string(max_count) + "\n";
+  std::string fresh = header.size() >= counter_bytes ? header.substr(0, counter_bytes)
+                                                     : std::string(format_counter(0).view());
+  fresh += key;
+  fresh += std::to_string(max_count);
+  fresh += '\n';
   write_prefix(fd, fresh);
   return max_count;
 }
@@ -267,7 +291,7 @@ void truncate_record(int fd) {
 bool write_leader_record(int fd, std::uint64_t term, std::string_view value) {
   range_lock guard(fd, 0, counter_bytes);
   // Whoever holds the lock has the counter's latest token: a smaller term no longer leads.
-  if (parse_counter(read_prefix(fd, counter_bytes)) != term) return false;
+  if (read_counter(fd) != term) return false;
   std::string record = std::to_string(term) + " " + std::to_string(value.size()) + "\n";
   record.append(value);
   truncate_record(fd);
@@ -284,7 +308,7 @@ void clear_leader_record(int fd, std::uint64_t term) {
 std::optional<leader_info> read_leader_record(int fd) {
   range_lock guard(fd, 0, counter_bytes, F_RDLCK);
   auto recorded = read_record_locked(fd);
-  if (!recorded || recorded->term != parse_counter(read_prefix(fd, counter_bytes))) {
+  if (!recorded || recorded->term != read_counter(fd)) {
     return std::nullopt;  // written before the latest grant: its leader is gone
   }
   return recorded;

@@ -44,14 +44,14 @@ struct file_failure {
 };
 
 /// Opens (creating if missing, mode 0666 less umask) `path` for reading and writing.
-unique_fd open_lock_file(const std::filesystem::path& path);
+unique_fd open_lock_file(const std::string& path);
 
 /// One non-blocking flock(2): true when taken, false when someone else holds it.
 bool try_flock(int fd, lock_mode mode);
 
 /// True when `path` still names the file open as `fd` (it was not removed or replaced).
 /// Only then does a lock taken on `fd` exclude everyone who opens `path` later.
-bool path_names_fd(const std::filesystem::path& path, int fd);
+bool path_names_fd(const std::string& path, int fd);
 
 /// Reads the fencing counter at the start of the file open as `fd`, stores the next token and
 /// returns it. The next token is max(counter + 1, microseconds since the epoch), so tokens

@@ -3,8 +3,8 @@
 
 #include <cstdint>
 #include <chrono>
-#include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -59,7 +59,7 @@ class memory_domain : public std::enable_shared_from_this<memory_domain> {
     std::uint32_t readers = 0;
     std::uint32_t slots = 0;
     std::uint32_t max_count = 0;  // semaphores: the count every user must pass
-    std::deque<std::shared_ptr<memory_acquire>> queue;
+    std::list<std::shared_ptr<memory_acquire>> queue;  // not a deque: an empty one allocates
     std::vector<memory_lease*> holders;
     bool idle() const { return !writer && readers == 0 && slots == 0 && queue.empty(); }
   };

@@ -1,0 +1,40 @@
+// The command started without fork: a clone(CLONE_VM | CLONE_VFORK) child that shares dlock's
+// memory until it execs, as posix_spawn's does, so no page table is copied and dlock takes no
+// copy-on-write faults afterwards. What it runs must not touch dlock's heap, locks or
+// thread-local state (errno): it makes raw system calls only, and its file is built without
+// sanitizer instrumentation, whose runtime keeps per-thread state the child would share with
+// dlock's thread. The watchdog, which must survive whatever kills dlock, is a fork running the
+// same kind of code.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+namespace dlock::cli {
+
+/// What the command's child needs; it reads it while dlock's thread waits (CLONE_VFORK).
+struct command_start {
+  const char* program;      // resolved path
+  char* const* argv;
+  char* const* envp;
+  pid_t parent;             // dlock: the child gives up if it is gone already
+  int watchdog_fd;          // the child writes its pid (its group) here before exec
+  int terminal;             // handed to the child's group, or -1
+  const sigset_t* mask;     // the command's signal mask
+  int exec_errno = 0;       // set by the child when execve failed
+};
+
+/// Starts `start.program` in a new process group (its pid), with PR_SET_PDEATHSIG SIGKILL,
+/// returning once it has called execve (or failed: then `start.exec_errno` is set and the
+/// child exits with status 127). Returns the pid, or -1 with errno when no child was made.
+pid_t start_command(command_start& start);
+
+/// Starts the watchdog: it closes its copy of `write_end`, reads a pid from `read_end`, then
+/// waits for one more byte; EOF instead (dlock died: every write end is closed) kills the
+/// pid's process group. All signals that can be are blocked in it, and it closes its copies
+/// of descriptors 0 to 2 (other than `read_end`), so it holds no pipe of dlock's output open.
+/// It is a fork (its own memory, so the OOM killer's choice of dlock does not end it too).
+/// Returns its pid, or -1 with errno.
+pid_t start_watchdog(int read_end, int write_end);
+
+}  // namespace dlock::cli
