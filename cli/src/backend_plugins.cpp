@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -65,6 +67,13 @@ void load_plugin(std::string_view backend) {
   loaded.emplace_back(backend);
 }
 
+bool is_linked_scheme(std::string_view url) {
+  const std::string_view scheme = url.substr(0, url.find(':'));
+  return scheme == "file" || scheme == "memory";
+}
+
+char** command_line = nullptr;
+
 void register_linked_backends() {
 #if DLOCK_CLI_WITH_FILE
   file::register_scheme();
@@ -76,11 +85,25 @@ void register_linked_backends() {
 
 }  // namespace
 
+void remember_command_line(char** argv) { command_line = argv; }
+
+void hand_over_if_networked(std::string_view url) {
+  if (!DLOCK_CLI_LOCAL_ONLY || is_linked_scheme(url) || command_line == nullptr) return;
+  const auto networked = plugin_directory() / "dlock-networked";
+  std::error_code ec;
+  if (!std::filesystem::exists(networked, ec)) return;
+  ::execv(networked.c_str(), command_line);
+  throw dlock::error("dlock: cannot run " + networked.string() + " for a networked URL: " +
+                     std::strerror(errno));
+}
+
 std::shared_ptr<provider> make_provider(std::string_view url) {
+  hand_over_if_networked(url);
   static std::once_flag registered;
   std::call_once(registered, register_linked_backends);
   const std::string_view scheme = url.substr(0, url.find(':'));
-  const bool linked = scheme == "file" || scheme == "memory";
+  const bool linked = is_linked_scheme(url);
+  if (DLOCK_CLI_LOCAL_ONLY) return create_registered_provider(url);  // no plugin: one runtime
   bool known = linked;
   for (const auto& entry : plugin_schemes) {
     if (entry.scheme == scheme) {

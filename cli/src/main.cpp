@@ -377,6 +377,7 @@ int wait_and_supervise(const command_line& args, const sigset_t& original_mask, 
 }  // namespace
 
 int main(int argc, char** argv) {
+  remember_command_line(argv);
   if (auto status = run_inspect_command(std::vector<std::string>(argv + 1, argv + argc))) {
     return *status;
   }
@@ -406,6 +407,13 @@ int main(int argc, char** argv) {
   if (args.version) {
     std::cout << "dlock " << DLOCK_VERSION << "\n";
     return 0;
+  }
+
+  try {
+    hand_over_if_networked(args.url);
+  } catch (const dlock::error& e) {
+    std::cerr << e.what() << "\n";
+    return exit_unavailable;
   }
 
   // An inherited SIG_IGN would make the kernel reap the command itself, and dlock could
