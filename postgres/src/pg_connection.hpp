@@ -38,6 +38,10 @@ struct query_result {
   std::optional<std::string> value(int column = 0) const;
 };
 
+/// Adds one of a query's results to `into` (taking it): the rows of the last that has rows,
+/// the first failure's SQLSTATE and message.
+void add_result(query_result& into, PGresult* result);
+
 /// One session. All members run on the executor's thread (a single-threaded io_context).
 /// Statements queue and run one at a time; the text is sent as a simple query, so it may
 /// hold several statements (all the backend's values are integers or checked identifiers).
