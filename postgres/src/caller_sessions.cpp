@@ -43,7 +43,7 @@ caller_sessions::caller_sessions(boost::asio::any_io_executor executor, const op
     : executor_(std::move(executor)), endpoint_(std::move(endpoint)), parameters_(opts),
       connect_timeout_(opts.connect_timeout), keepalive_(opts.keepalive),
       locks_per_session_(opts.locks_per_session), prepare_(std::move(prepare)),
-      timer_(executor_) {}
+      timer_(executor_), sweep_timer_(executor_) {}
 
 void caller_sessions::start() {
   boost::asio::post(executor_, [weak = weak_from_this()] {
@@ -100,13 +100,37 @@ void caller_sessions::check_in(const session_ptr& session) {
   returned_.notify_all();
 }
 
+// A session that holds grants is watched from the next sweep, a moment later: most grants of a
+// busy caller are released before it, and a watch costs the io thread a wake-up when it is
+// armed and another when the caller's own traffic comes, beside the caller's round trips.
 void caller_sessions::check_in_locked(const session_ptr& session) {
   session->in_use = false;
-  if (session->broken || session->watched || session->grants.empty()) return;
-  session->watched = true;
-  boost::asio::post(executor_, [weak = weak_from_this(), session] {
-    if (auto self = weak.lock()) self->watch(session);
+  if (session->broken || session->watched || session->grants.empty() || sweep_pending_) return;
+  sweep_pending_ = true;
+  boost::asio::post(executor_, [weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (!self) return;
+    self->sweep_timer_.expires_after(watch_delay);
+    self->sweep_timer_.async_wait([weak = self->weak_from_this()](boost::system::error_code ec) {
+      if (auto self = weak.lock(); self && !ec) self->sweep();
+    });
   });
+}
+
+void caller_sessions::sweep() {
+  std::vector<session_ptr> unwatched;
+  {
+    std::lock_guard lock(mutex_);
+    sweep_pending_ = false;
+    for (auto& session : sessions_) {
+      if (session->broken || session->in_use || session->watched || session->grants.empty()) {
+        continue;  // one in use is swept again once it is checked in
+      }
+      session->watched = true;
+      unwatched.push_back(session);
+    }
+  }
+  for (auto& session : unwatched) watch(session);
 }
 
 std::vector<std::stop_source> caller_sessions::break_locked(caller_session& session) {
@@ -338,12 +362,17 @@ void caller_sessions::examine(const session_ptr& session) {
     std::lock_guard lock(mutex_);
     session->watched = false;
     if (session->broken || session->in_use || session->grants.empty()) return;
-    if (PQconsumeInput(session->conn) && PQstatus(session->conn) != CONNECTION_BAD) {
-      check_in_locked(session);  // watched again
-      return;
+    const bool alive =
+        PQconsumeInput(session->conn) && PQstatus(session->conn) != CONNECTION_BAD;
+    if (alive) session->watched = true;  // again, at once
+    if (!alive) {
+      lost = break_locked(*session);
+      std::erase(sessions_, session);
     }
-    lost = break_locked(*session);
-    std::erase(sessions_, session);
+  }
+  if (!session->broken) {  // only this thread and the holder of in_use change it
+    watch(session);
+    return;
   }
   returned_.notify_all();
   close_on_io(session);

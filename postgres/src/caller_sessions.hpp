@@ -59,8 +59,9 @@ struct caller_session {
 /// out again. The provider's io thread keeps the contract for them as the pool's keepalive does
 /// for its sessions: it probes every idle session each half keepalive (which also resets the
 /// server's idle_session_timeout), gives one up whose probe goes unanswered for a period, and
-/// watches the socket of an idle session that holds grants, so that a session the server ends
-/// (pg_terminate_backend, a restart) has its grants marked lost at once. One idle session that
+/// watches the socket of an idle session that holds grants (from watch_delay after its
+/// check-in), so that a session the server ends (pg_terminate_backend, a restart) has its
+/// grants marked lost at once. One idle session that
 /// holds nothing is kept; more are closed at the next probe.
 class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
  public:
@@ -106,6 +107,7 @@ class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
  private:
   void schedule();
   void probe();
+  void sweep();
   void watch(const session_ptr& session);
   void examine(const session_ptr& session);
   void release_from_io(session_ptr session, std::uint64_t grant_id, std::string unlock_sql,
@@ -126,11 +128,15 @@ class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
   std::uint32_t locks_per_session_;
   preparer prepare_;
   boost::asio::steady_timer timer_;
+  boost::asio::steady_timer sweep_timer_;
+  // How long after its check-in a session that holds grants is watched at the latest.
+  static constexpr std::chrono::milliseconds watch_delay{20};
 
   std::mutex mutex_;
   std::condition_variable returned_;  // a session was checked in or given up
   std::vector<session_ptr> sessions_;
   std::uint64_t next_grant_id_ = 1;
+  bool sweep_pending_ = false;  // a sweep will watch what is checked in with grants until then
 };
 
 }  // namespace dlock::postgres::detail
