@@ -68,6 +68,12 @@ void postgres_backend::start() {
       io().executor(), options_, endpoint_,
       [this](PGconn* conn, std::chrono::steady_clock::time_point deadline) {
         return prepare_caller_session(conn, deadline);
+      },
+      [weak](std::function<void(bool)> answered) {
+        auto self = weak.lock();
+        if (!self) return;
+        self->pool_->session_for_attempt("")->connection->execute(
+            "SELECT 1", [answered = std::move(answered)](query_result r) { answered(r.ok()); });
       });
   callers_->start();
 }
@@ -81,8 +87,14 @@ std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_reque
   return op;
 }
 
+// The earlier silence of the pool's sessions and of the caller-driven ones.
 provider_health postgres_backend::health() const {
-  return keepalive_ ? keepalive_->health(*this) : provider_health{};
+  if (!keepalive_) return {};
+  auto since = keepalive_->silent_since();
+  if (const auto callers = callers_->silent_since(); callers && (!since || *callers < *since)) {
+    since = callers;
+  }
+  return keepalive_health(*this, since, options_.keepalive);
 }
 
 std::optional<std::uint32_t> postgres_backend::current_count(const acquire_request& request) {

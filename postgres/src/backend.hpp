@@ -49,7 +49,8 @@ class postgres_backend final : public dlock::backend,
   // inline_attempt.cpp: one attempt on a caller-driven session, on the caller's thread.
   bool acquires_inline() const noexcept override { return true; }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
-  /// Not connected while the server leaves the keepalive unanswered (health.hpp).
+  /// Not connected while the server leaves the keepalive of the pool or of the caller-driven
+  /// sessions unanswered (health.hpp).
   provider_health health() const override;
 
   /// The board of dlock_leaders (election_board.cpp), one per provider; nullptr without a

@@ -39,11 +39,19 @@ caller_session::~caller_session() {
 }
 
 caller_sessions::caller_sessions(boost::asio::any_io_executor executor, const options& opts,
-                                 std::string endpoint, preparer prepare)
+                                 std::string endpoint, preparer prepare,
+                                 other_prober probe_elsewhere)
     : executor_(std::move(executor)), endpoint_(std::move(endpoint)), parameters_(opts),
       connect_timeout_(opts.connect_timeout), keepalive_(opts.keepalive),
       locks_per_session_(opts.locks_per_session), prepare_(std::move(prepare)),
-      timer_(executor_), sweep_timer_(executor_) {}
+      probe_elsewhere_(std::move(probe_elsewhere)), timer_(executor_), sweep_timer_(executor_) {}
+
+std::optional<std::chrono::steady_clock::time_point> caller_sessions::silent_since()
+    const noexcept {
+  const std::int64_t since = silent_since_.load(std::memory_order_relaxed);
+  if (since == 0) return std::nullopt;
+  return std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(since));
+}
 
 void caller_sessions::start() {
   boost::asio::post(executor_, [weak = weak_from_this()] {
@@ -83,6 +91,7 @@ caller_sessions::session_ptr caller_sessions::check_out(const std::string& resou
     PQfinish(conn);
     return nullptr;
   }
+  silent_since_.store(0, std::memory_order_relaxed);  // the server answered the setup
   auto session = std::make_shared<caller_session>();
   session->conn = conn;
   session->pid = PQbackendPID(conn);
@@ -286,6 +295,12 @@ void caller_sessions::probe() {
     for (auto& session : sessions_) {
       if (session->broken) continue;
       if (session->probing) {
+        if (now - session->probe_sent >= keepalive_ / 2) {
+          std::int64_t answering = 0;
+          silent_since_.compare_exchange_strong(
+              answering, session->probe_sent.time_since_epoch().count(),
+              std::memory_order_relaxed);
+        }
         if (now - session->probe_sent >= keepalive_) {
           auto signals = break_locked(*session);
           lost.insert(lost.end(), signals.begin(), signals.end());
@@ -307,6 +322,18 @@ void caller_sessions::probe() {
       to_probe.push_back(session);
     }
     std::erase_if(sessions_, [](const auto& s) { return s->broken; });
+    // Silent, with nothing left to probe: is the server back? Asked on another session, so
+    // that health() recovers without waiting for the next acquire.
+    if (sessions_.empty() && silent_since_.load(std::memory_order_relaxed) != 0 &&
+        !probing_elsewhere_) {
+      probing_elsewhere_ = true;
+      probe_elsewhere_([weak = weak_from_this()](bool answered) {
+        auto self = weak.lock();
+        if (!self) return;
+        self->probing_elsewhere_ = false;
+        if (answered) self->silent_since_.store(0, std::memory_order_relaxed);
+      });
+    }
   }
   if (!to_close.empty()) returned_.notify_all();
   for (auto& session : to_close) close_on_io(session);
@@ -319,6 +346,7 @@ void caller_sessions::probe() {
         self->give_up(session);
         return;
       }
+      self->silent_since_.store(0, std::memory_order_relaxed);
       {
         std::lock_guard lock(self->mutex_);
         session->probing = false;

@@ -3,6 +3,7 @@
 // the provider's thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -71,8 +72,16 @@ class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
   using preparer =
       std::function<std::string(PGconn*, std::chrono::steady_clock::time_point deadline)>;
 
+  /// Asks the server for an answer on another session, from the io thread: for when it has
+  /// been silent and no caller-driven session is left to probe.
+  using other_prober = std::function<void(std::function<void(bool answered)>)>;
+
   caller_sessions(boost::asio::any_io_executor executor, const options& opts,
-                  std::string endpoint, preparer prepare);
+                  std::string endpoint, preparer prepare, other_prober probe_elsewhere);
+
+  /// Since when the server has left a probe of these sessions unanswered for half a period or
+  /// more, until it answers again (nullopt: it answers). Any thread.
+  std::optional<std::chrono::steady_clock::time_point> silent_since() const noexcept;
 
   /// Starts the keepalive on the io thread.
   void start();
@@ -127,6 +136,10 @@ class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
   std::chrono::nanoseconds keepalive_;
   std::uint32_t locks_per_session_;
   preparer prepare_;
+  other_prober probe_elsewhere_;
+  bool probing_elsewhere_ = false;  // io thread only
+  // silent_since() as steady_clock ticks, 0 while the server answers.
+  std::atomic<std::int64_t> silent_since_{0};
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer sweep_timer_;
   // How long after its check-in a session that holds grants is watched at the latest.
