@@ -51,6 +51,16 @@ void postgres_backend::start() {
       },
       .notified = [weak](const std::string& channel) {
         if (auto self = weak.lock()) self->waiters_.notify(channel);
+      },
+      // Over a session of its own, kept open; the guard on backend_start keeps a pid that the
+      // server has given to another session since from being cancelled.
+      .cancel = [control = std::make_shared<board_connection>(options_, endpoint_, "")](
+                    int pid, const std::string& backend_start) {
+        const query_result r = control->run(
+            "SELECT pg_cancel_backend(pid)::text FROM pg_stat_activity WHERE pid = $1 AND "
+            "backend_start::text = $2",
+            {{std::to_string(pid), 23}, {backend_start, 25}});
+        return r.ok() && r.value() == "true";  // results come as binary: text is its bytes
       }};
   pool_ = std::make_shared<session_pool>(io().executor(), options_, endpoint_,
                                          session_setup_, std::move(hooks));
