@@ -32,6 +32,11 @@ struct handoff_board {
   double samples_us[max_samples];
 };
 
+// The two processes wait for their turn asleep, never spinning: on a loaded machine a spinning
+// process takes the core that the peer's provider thread needs to send its wait or its
+// release, which the samples then count. Neither wait is inside a sample.
+constexpr auto poll_interval = std::chrono::microseconds(50);
+
 void take_turns(handoff_board& board, int me, const std::string& url, int rounds,
                 std::chrono::microseconds settle) {
   auto provider = dlock::make_provider(url);
@@ -41,7 +46,7 @@ void take_turns(handoff_board& board, int me, const std::string& url, int rounds
     // Strict turns: flock(2) is not fair, and a releaser that tries again at once usually
     // wins against a waiter that is still waking up.
     while (i > 0 && board.last_holder.load() == me && !board.finished[peer]) {
-      std::this_thread::yield();
+      std::this_thread::sleep_for(poll_interval);
     }
     board.waiting[me] = 1;
     dlock::lock_handle held = lock.acquire();
@@ -57,12 +62,9 @@ void take_turns(handoff_board& board, int me, const std::string& url, int rounds
     // Hand over only to a peer that is already waiting, and give it time to block, so each
     // sample is a real wake-up rather than a fresh uncontended acquire.
     while (!board.waiting[peer] && !board.finished[peer]) {
-      std::this_thread::yield();
+      std::this_thread::sleep_for(poll_interval);
     }
-    const std::int64_t settle_until =
-        now_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(settle).count();
-    while (now_ns() < settle_until) {
-    }
+    std::this_thread::sleep_for(settle);
     board.release_started_ns = now_ns();
     held.release();
   }

@@ -21,6 +21,8 @@ bool is_semaphore(const acquire_request& request) {
   return request.kind == primitive::semaphore;
 }
 
+}  // namespace
+
 // A lock and a reader-writer lock of a name share its key (as in .NET's DistributedLock);
 // a semaphore's slots, the upgrade gate and the election have keys of their own.
 advisory_key key_of(const acquire_request& request) {
@@ -34,11 +36,13 @@ advisory_key key_of(const acquire_request& request) {
   return advisory_key::from_name(request.name);
 }
 
+std::string resource_of(const acquire_request& request, const advisory_key& key) {
+  return is_semaphore(request) ? "S" + channel_of(request.name) : "L" + key.sql_arguments();
+}
+
 std::string joined(std::string statement, const std::string& then) {
   return then.empty() ? statement : statement + "; " + then;
 }
-
-}  // namespace
 
 pg_acquire::pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_request request,
                        acquire_completion done)
@@ -47,9 +51,8 @@ pg_acquire::pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_reques
       channel_(is_semaphore(request_) ? channel_of(request_.name) : std::string()),
       retry_timer_(backend_->executor()),
       cancel_timer_(backend_->executor()),
-      answer_timer_(backend_->executor()) {
-  resource_ = is_semaphore(request_) ? "S" + channel_ : "L" + key_.sql_arguments();
-}
+      answer_timer_(backend_->executor()),
+      resource_(resource_of(request_, key_)) {}
 
 void pg_acquire::start() {
   session_ = backend_->sessions().session_for_attempt(resource_);

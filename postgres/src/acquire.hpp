@@ -16,6 +16,16 @@ namespace dlock::postgres::detail {
 
 class postgres_backend;
 
+/// The advisory key an acquire of `request` tries (a semaphore's: the base of its slots).
+advisory_key key_of(const acquire_request& request);
+
+/// What a session's books call a grant of `request`: a session never attempts a resource it
+/// holds or attempts (advisory locks are re-entrant per session).
+std::string resource_of(const acquire_request& request, const advisory_key& key);
+
+/// `statement`, then `then` (when there is one) in the same simple query.
+std::string joined(std::string statement, const std::string& then);
+
 /// One acquire: an attempt on a shared session, then, if it must wait, a blocking
 /// pg_advisory_lock on a session of its own (locks) or LISTEN and retries (semaphores).
 ///
@@ -64,7 +74,6 @@ class pg_acquire final : public acquire_operation,
   acquire_request request_;
   acquire_completion done_;
   advisory_key key_;
-  std::string resource_;
   std::string channel_;
   std::shared_ptr<pg_session> session_;
   bool own_session_ = false;
@@ -76,6 +85,7 @@ class pg_acquire final : public acquire_operation,
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer cancel_timer_;
   boost::asio::steady_timer answer_timer_;
+  std::string resource_;
 };
 
 }  // namespace dlock::postgres::detail

@@ -40,6 +40,7 @@ postgres_backend::postgres_backend(options opts)
 postgres_backend::~postgres_backend() {
   io().stop();
   if (pool_) pool_->close_all();
+  if (callers_) callers_->close_all();
 }
 
 void postgres_backend::start() {
@@ -50,6 +51,16 @@ void postgres_backend::start() {
       },
       .notified = [weak](const std::string& channel) {
         if (auto self = weak.lock()) self->waiters_.notify(channel);
+      },
+      // Over a session of its own, kept open; the guard on backend_start keeps a pid that the
+      // server has given to another session since from being cancelled.
+      .cancel = [control = std::make_shared<board_connection>(options_, endpoint_, "")](
+                    int pid, const std::string& backend_start) {
+        const query_result r = control->run(
+            "SELECT pg_cancel_backend(pid)::text FROM pg_stat_activity WHERE pid = $1 AND "
+            "backend_start::text = $2",
+            {{std::to_string(pid), 23}, {backend_start, 25}});
+        return r.ok() && r.value() == "true";  // results come as binary: text is its bytes
       }};
   pool_ = std::make_shared<session_pool>(io().executor(), options_, endpoint_,
                                          session_setup_, std::move(hooks));
@@ -63,6 +74,18 @@ void postgres_backend::start() {
             });
       });
   keepalive_->start();
+  callers_ = std::make_shared<caller_sessions>(
+      io().executor(), options_, endpoint_,
+      [this](PGconn* conn, std::chrono::steady_clock::time_point deadline) {
+        return prepare_caller_session(conn, deadline);
+      },
+      [weak](std::function<void(bool)> answered) {
+        auto self = weak.lock();
+        if (!self) return;
+        self->pool_->session_for_attempt("")->connection->execute(
+            "SELECT 1", [answered = std::move(answered)](query_result r) { answered(r.ok()); });
+      });
+  callers_->start();
 }
 
 std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_request request,
@@ -74,8 +97,14 @@ std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_reque
   return op;
 }
 
+// The earlier silence of the pool's sessions and of the caller-driven ones.
 provider_health postgres_backend::health() const {
-  return keepalive_ ? keepalive_->health(*this) : provider_health{};
+  if (!keepalive_) return {};
+  auto since = keepalive_->silent_since();
+  if (const auto callers = callers_->silent_since(); callers && (!since || *callers < *since)) {
+    since = callers;
+  }
+  return keepalive_health(*this, since, options_.keepalive);
 }
 
 std::optional<std::uint32_t> postgres_backend::current_count(const acquire_request& request) {
@@ -101,31 +130,40 @@ std::optional<std::uint32_t> postgres_backend::current_count(const acquire_reque
 }
 
 // Every new session first makes sure that the fencing sequence and the owners' table exist,
-// until one has. 42P07/23505: another client created it at the same moment, and committed.
-void postgres_backend::session_opened(pg_connection& connection) {
-  auto create = [&](bool postgres_backend::*created, std::string sql, std::string what) {
-    if (this->*created) return;
-    connection.execute(std::move(sql), [weak = weak_from_this(), created,
-                                        what = std::move(what)](query_result r) {
-      auto backend = weak.lock();
-      if (!backend) return;
-      if (r.ok() || r.sqlstate == "42P07" || r.sqlstate == "23505") {
-        (*backend).*created = true;
-      } else if (!r.connection_broken) {
-        backend->events().background_error(std::make_exception_ptr(dlock::error(
-            backend->message("cannot create " + what + " (" + r.message + "); create it once "
-                             "as docs/postgres.md shows and grant it to the lock users"))));
-      }
-    });
-  };
-  if (!options_.fencing_sequence.empty()) {
-    create(&postgres_backend::fencing_sequence_created_,
-           create_fencing_sequence_sql(options_.fencing_sequence),
-           "the fencing sequence " + options_.fencing_sequence);
+// until one has.
+std::vector<postgres_backend::creation> postgres_backend::creations_needed() const {
+  std::vector<creation> needed;
+  if (!options_.fencing_sequence.empty() && !fencing_sequence_created_) {
+    needed.push_back({&postgres_backend::fencing_sequence_created_,
+                      create_fencing_sequence_sql(options_.fencing_sequence),
+                      "the fencing sequence " + options_.fencing_sequence});
   }
-  if (!owners_.table.empty()) {
-    create(&postgres_backend::owners_table_created_, create_owners_table_sql(owners_.table),
-           "the owners' table " + owners_.table);
+  if (!owners_.table.empty() && !owners_table_created_) {
+    needed.push_back({&postgres_backend::owners_table_created_,
+                      create_owners_table_sql(owners_.table),
+                      "the owners' table " + owners_.table});
+  }
+  return needed;
+}
+
+// 42P07/23505: another client created it at the same moment, and committed.
+void postgres_backend::creation_answered(const creation& done, const query_result& r) {
+  if (r.ok() || r.sqlstate == "42P07" || r.sqlstate == "23505") {
+    (this->*done.created) = true;
+  } else if (!r.connection_broken) {
+    events().background_error(std::make_exception_ptr(dlock::error(
+        message("cannot create " + done.what + " (" + r.message + "); create it once "
+                "as docs/postgres.md shows and grant it to the lock users"))));
+  }
+}
+
+void postgres_backend::session_opened(pg_connection& connection) {
+  for (auto& needed : creations_needed()) {
+    auto sql = needed.sql;
+    connection.execute(std::move(sql), [weak = weak_from_this(),
+                                        needed = std::move(needed)](query_result r) {
+      if (auto backend = weak.lock()) backend->creation_answered(needed, r);
+    });
   }
 }
 

@@ -1,10 +1,15 @@
 // Private to dlock::postgres: the backend behind dlock::postgres::provider.
 //
-// Where to start: pg_acquire (acquire.hpp) is one acquire from attempt to grant; it takes
-// sessions from the session_pool, which a keepalive probes; a grant is a pg_lease; the SQL is
-// in sql.hpp and every session is a pg_connection over libpq's asynchronous calls.
+// Where to start: an uncontended blocking acquire makes its attempt on the caller's thread
+// (try_acquire_inline, inline_attempt.cpp) on a caller-driven session (caller_sessions.hpp),
+// and its grant is a caller_lease; everything else is a pg_acquire (acquire.hpp), one acquire
+// from attempt to grant on the session_pool's sessions, which a keepalive probes, whose grant
+// is a pg_lease. The SQL is in sql.hpp; a pooled session is a pg_connection over libpq's
+// asynchronous calls.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -18,14 +23,16 @@
 #include <dlock/postgres/options.hpp>
 
 #include "board_connection.hpp"
+#include "caller_sessions.hpp"
 #include "notify_waiters.hpp"
 #include "session_pool.hpp"
 #include "sql.hpp"
 
 namespace dlock::postgres::detail {
 
-/// The pool of sessions, the keepalive and the semaphore waiters. All its state lives on the
-/// io thread; start_acquire and releases post there.
+/// The pool of sessions, the keepalive and the semaphore waiters, whose state lives on the io
+/// thread (start_acquire and their releases post there); and the caller-driven sessions, which
+/// callers' threads check out for an uncontended attempt and its release.
 class postgres_backend final : public dlock::backend,
                                public std::enable_shared_from_this<postgres_backend> {
  public:
@@ -38,7 +45,12 @@ class postgres_backend final : public dlock::backend,
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
-  /// Not connected while the server leaves the keepalive unanswered (health.hpp).
+
+  // inline_attempt.cpp: one attempt on a caller-driven session, on the caller's thread.
+  bool acquires_inline() const noexcept override { return true; }
+  std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
+  /// Not connected while the server leaves the keepalive of the pool or of the caller-driven
+  /// sessions unanswered (health.hpp).
   provider_health health() const override;
 
   /// The board of dlock_leaders (election_board.cpp), one per provider; nullptr without a
@@ -62,12 +74,25 @@ class postgres_backend final : public dlock::backend,
   /// Where grants record their owners (sql.hpp).
   const owner_records& owners() const noexcept { return owners_; }
 
+  /// The caller-driven sessions (thread-safe).
+  caller_sessions& callers() noexcept { return *callers_; }
+
   // io thread only:
   session_pool& sessions() noexcept { return *pool_; }
   notify_waiters& waiters() noexcept { return waiters_; }
 
  private:
+  /// A statement that creates what the grants need (the fencing sequence, the owners'
+  /// table), sent on new sessions until one has answered it.
+  struct creation {
+    std::atomic<bool> postgres_backend::*created;
+    std::string sql;
+    std::string what;
+  };
+  std::vector<creation> creations_needed() const;
+  void creation_answered(const creation& done, const query_result& r);
   void session_opened(pg_connection& connection);
+  std::string prepare_caller_session(PGconn* conn, std::chrono::steady_clock::time_point deadline);
   board_connection& inspector_connection();
   query_result inspector_query(const std::string& sql, const std::string& bytes,
                                const std::string& what);
@@ -78,11 +103,12 @@ class postgres_backend final : public dlock::backend,
   std::string token_expression_;
   owner_records owners_;
   session_setup session_setup_;  // the server_lease's settings
-  bool fencing_sequence_created_ = false;
-  bool owners_table_created_ = false;
+  std::atomic<bool> fencing_sequence_created_{false};
+  std::atomic<bool> owners_table_created_{false};
   notify_waiters waiters_;
   std::shared_ptr<session_pool> pool_;
   std::shared_ptr<session_keepalive<session_pool>> keepalive_;
+  std::shared_ptr<caller_sessions> callers_;
   std::mutex board_mutex_;
   std::shared_ptr<election_board> board_;  // made on first use
   std::unique_ptr<board_connection> inspector_connection_;  // made on first use

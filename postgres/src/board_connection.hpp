@@ -10,16 +10,11 @@
 
 #include <libpq-fe.h>
 
+#include "blocking_libpq.hpp"
 #include "connection_string.hpp"
 #include "pg_connection.hpp"
 
 namespace dlock::postgres::detail {
-
-/// A statement's parameter: text, or bytes sent as binary (any value, NUL bytes included).
-struct board_parameter {
-  std::string bytes;
-  Oid type;  ///< 17 bytea (binary), 20 bigint, 23 integer (text)
-};
 
 /// One libpq connection, opened on first use and again after it broke, whose statements
 /// each wait at most `timeout` (connect included). Thread-safe: one statement at a time.
@@ -37,7 +32,6 @@ class board_connection {
 
  private:
   bool connect(std::chrono::steady_clock::time_point deadline, std::string& why);
-  bool wait_socket(bool for_write, std::chrono::steady_clock::time_point deadline);
   query_result send(const std::string& sql, const std::vector<board_parameter>& parameters,
                     std::chrono::steady_clock::time_point deadline);
   void drop() noexcept;

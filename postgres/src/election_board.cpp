@@ -9,6 +9,7 @@
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
+#include "caller_lease.hpp"
 #include "board_connection.hpp"
 #include "election_key.hpp"
 #include "fencing.hpp"
@@ -25,6 +26,14 @@ constexpr Oid bytea = 17, bigint = 20, integer = 23;
 std::string held_by(const std::string& pid, const std::string& election) {
   return "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = " +
          pid + " AND " + pg_locks_match(election_key(election)) + ")";
+}
+
+// The server process of the session that holds the grant (pg_locks.pid).
+int holder_pid(const lease& leadership) {
+  if (const auto* pooled = dynamic_cast<const pg_lease*>(&leadership)) {
+    return pooled->session()->connection->backend_pid();
+  }
+  return dynamic_cast<const caller_lease&>(leadership).backend_pid();
 }
 
 class pg_election_board final : public election_board {
@@ -47,7 +56,6 @@ class pg_election_board final : public election_board {
   // never over a later term.
   void proclaim(std::string_view election, const lease& leadership,
                 std::string_view value) override {
-    const auto& grant = dynamic_cast<const pg_lease&>(leadership);
     const std::string name(election);
     const query_result r = run(
         "WITH written AS (INSERT INTO " + table_ + " AS l (election, term, value, pid) "
@@ -57,7 +65,7 @@ class pg_election_board final : public election_board {
         {{name, bytea},
          {std::to_string(leadership.fencing_token()), bigint},
          {std::string(value), bytea},
-         {std::to_string(grant.session()->connection->backend_pid()), integer}},
+         {std::to_string(holder_pid(leadership)), integer}},
         election);
     if (leadership.lost() || !r.rows || PQntuples(r.rows.get()) != 1) {
       throw lock_lost_error(said("the lead of term " + std::to_string(leadership.fencing_token()) +

@@ -22,6 +22,25 @@ std::string connection_message(PGconn* conn) { return libpq_message(PQerrorMessa
 
 }  // namespace
 
+void add_result(query_result& into, PGresult* result) {
+  switch (PQresultStatus(result)) {
+    case PGRES_TUPLES_OK:
+      into.rows.reset(result);
+      break;
+    case PGRES_FATAL_ERROR:
+      if (into.sqlstate.empty()) {
+        const char* sqlstate = PQresultErrorField(result, PG_DIAG_SQLSTATE);
+        into.sqlstate = sqlstate && *sqlstate ? sqlstate : "XX000";
+        into.message = trimmed(PQresultErrorMessage(result));
+      }
+      PQclear(result);
+      break;
+    default:
+      PQclear(result);
+      break;
+  }
+}
+
 std::optional<std::string> query_result::value(int column) const {
   if (!rows || PQntuples(rows.get()) == 0 || PQnfields(rows.get()) <= column ||
       PQgetisnull(rows.get(), 0, column)) {
@@ -205,22 +224,7 @@ void pg_connection::collect_results() {
       send_next();
       continue;
     }
-    switch (PQresultStatus(result)) {
-      case PGRES_TUPLES_OK:
-        collected_.rows.reset(result);
-        break;
-      case PGRES_FATAL_ERROR:
-        if (collected_.sqlstate.empty()) {
-          const char* sqlstate = PQresultErrorField(result, PG_DIAG_SQLSTATE);
-          collected_.sqlstate = sqlstate && *sqlstate ? sqlstate : "XX000";
-          collected_.message = trimmed(PQresultErrorMessage(result));
-        }
-        PQclear(result);
-        break;
-      default:
-        PQclear(result);
-        break;
-    }
+    add_result(collected_, result);
     if (PQstatus(conn_) == CONNECTION_BAD) {
       fail(connection_message(conn_), true);
       return;
@@ -232,11 +236,16 @@ bool pg_connection::cancel_running() {
   if (state_ != state::ready || !running_) return false;
   if (cancelling_->exchange(true)) return true;
   if (PGcancel* cancel = PQgetCancel(conn_)) {
-    // PQcancel connects to the server and waits for it to close, with no timeout (a paused
-    // server never does): on a thread of its own, so the provider's thread never blocks.
-    std::thread([cancel, cancelling = cancelling_] {
-      char error[256];
-      PQcancel(cancel, error, sizeof error);
+    // pg_cancel_backend over a session that is open takes one round trip; PQcancel connects
+    // to the server (which forks a process for it) and waits for it to close, with no timeout
+    // (a paused server never does): either way on a thread of its own, so the provider's
+    // thread never blocks.
+    std::thread([cancel, cancelling = cancelling_, by = canceller_, pid = backend_pid_.load(),
+                 started = backend_start_] {
+      if (!(by && !started.empty() && by(pid, started))) {
+        char error[256];
+        PQcancel(cancel, error, sizeof error);
+      }
       PQfreeCancel(cancel);
       *cancelling = false;
     }).detach();

@@ -38,6 +38,10 @@ struct query_result {
   std::optional<std::string> value(int column = 0) const;
 };
 
+/// Adds one of a query's results to `into` (taking it): the rows of the last that has rows,
+/// the first failure's SQLSTATE and message.
+void add_result(query_result& into, PGresult* result);
+
 /// One session. All members run on the executor's thread (a single-threaded io_context).
 /// Statements queue and run one at a time; the text is sent as a simple query, so it may
 /// hold several statements (all the backend's values are integers or checked identifiers).
@@ -61,8 +65,20 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   /// this call.
   void execute(std::string sql, query_handler done);
 
-  /// Asks the server to cancel the statement running now (PQcancel, on a short-lived thread
-  /// of its own). The statement then fails with 57014 unless it finished first.
+  /// Cancels the statement of the server process `pid` started at `backend_start` (text of
+  /// pg_stat_activity.backend_start) over a session that is already open; false when it could
+  /// not (then PQcancel does). Called on a short-lived thread of the connection's.
+  using canceller = std::function<bool(int pid, const std::string& backend_start)>;
+
+  /// Cancels through `by` (set before connect()) once the session's backend_start is known.
+  void set_canceller(canceller by) { canceller_ = std::move(by); }
+  /// pg_stat_activity.backend_start of this session, as text (set_canceller's guard against
+  /// a pid the server gave to another session since). Executor's thread.
+  void set_backend_start(std::string started) { backend_start_ = std::move(started); }
+
+  /// Asks the server to cancel the statement running now (through the canceller, else
+  /// PQcancel, on a short-lived thread of its own). The statement then fails with 57014
+  /// unless it finished first.
   /// Returns false when no statement is running (it may still be queued).
   /// The server drops a cancel that arrives before it has read the statement, so a caller
   /// that still waits should call again; while an earlier request is on its way (a silent
@@ -115,6 +131,8 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   std::optional<statement> running_;
   query_result collected_;
   std::atomic<int> backend_pid_{0};
+  canceller canceller_;
+  std::string backend_start_;
   // Set while a PQcancel thread runs; shared with it, since it may outlive the connection.
   std::shared_ptr<std::atomic<bool>> cancelling_ = std::make_shared<std::atomic<bool>>(false);
 };

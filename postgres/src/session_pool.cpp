@@ -17,6 +17,7 @@ session_pool::session_pool(boost::asio::any_io_executor executor, const options&
 std::shared_ptr<pg_session> session_pool::open_session() {
   auto session = std::make_shared<pg_session>();
   session->connection = std::make_shared<pg_connection>(executor_, endpoint_);
+  session->connection->set_canceller(hooks_.cancel);
   std::weak_ptr<session_pool> weak_pool = weak_from_this();
   std::weak_ptr<pg_session> weak_session = session;
   session->connection->connect(
@@ -37,7 +38,14 @@ std::shared_ptr<pg_session> session_pool::open_session() {
     failed->connection->abandon("cannot set the server-side lease (" + r.message +
                                 "; idle_session_timeout needs PostgreSQL 14 or later)");
   });
-  session->connection->execute(setup_.optional, [](query_result) {});
+  // With the session's start, which lets a stop cancel its wait by pid (pg_connection.hpp).
+  session->connection->execute(
+      setup_.optional +
+          "; SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+      [weak_session](query_result r) {
+        auto session = weak_session.lock();
+        if (session && r.ok() && r.value()) session->connection->set_backend_start(*r.value());
+      });
   hooks_.opened(*session->connection);
   sessions_.push_back(session);
   return session;

@@ -45,6 +45,8 @@ class session_pool : public std::enable_shared_from_this<session_pool>,
     std::function<void(pg_connection&)> opened;
     /// A NOTIFY on `channel` arrived on one of the sessions.
     std::function<void(const std::string& channel)> notified;
+    /// How the sessions' waits are cancelled (pg_connection::set_canceller).
+    pg_connection::canceller cancel;
   };
 
   /// `setup` runs first on every session (the server_lease's settings).

@@ -65,7 +65,9 @@ struct stop_when_done {
 TEST_CASE("pg_terminate_backend of the holder's session marks every handle on it lost",
           "[postgres][fault]") {
   const auto application = unique_name("terminated");
-  auto pg = provider_named(application);
+  // keepalive 30 s: its probe comes every 15 s, so the loss is heard from the socket at once,
+  // on the caller-driven sessions (where these uncontended acquires are) as on the pool's.
+  auto pg = provider_named(application, "&keepalive=30s");
   const auto name = unique_name("terminated");
   auto held = pg->create_lock(name).acquire();
   auto neighbour = pg->create_lock(name + "-2").acquire();
@@ -75,7 +77,7 @@ TEST_CASE("pg_terminate_backend of the holder's session marks every handle on it
   support::test_servers({"kill-connections", "postgres", application});
 
   CHECK(wait_until([&] { return held.lost() && neighbour.lost() && read.lost() && slot.lost(); },
-                   10s));
+                   5s));
   auto other = provider_named(unique_name("other"));
   CHECK(other->create_lock(name).try_acquire());  // the server freed it with the session
   held.release();                                 // a no-op on a dead session, no throw

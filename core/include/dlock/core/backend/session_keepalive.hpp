@@ -22,6 +22,24 @@
 
 namespace dlock {
 
+/// A backend's health() when its server has left a keepalive (of `period`) unanswered since
+/// `since` (nullopt: it answers, healthy). `owner` words the problem.
+inline provider_health keepalive_health(const backend& owner,
+                                        std::optional<std::chrono::steady_clock::time_point> since,
+                                        std::chrono::nanoseconds period) {
+  provider_health health;
+  if (!since) return health;
+  using std::chrono::duration_cast;
+  using std::chrono::milliseconds;
+  const auto silent = duration_cast<milliseconds>(std::chrono::steady_clock::now() - *since);
+  health.connected = false;
+  health.problems.push_back(owner.message(
+      "the server has not answered a keepalive for " + std::to_string(silent.count()) +
+      " ms (sessions are given up after keepalive = " +
+      std::to_string(duration_cast<milliseconds>(period).count()) + " ms)"));
+  return health;
+}
+
 /// Probes the sessions of a pool every half period and gives up a session whose probe went
 /// unanswered for a whole period: a break is noticed at most one and a half periods after it
 /// happened. The probes also reset every session's idle timer on the server (the backends'
@@ -65,18 +83,7 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
   /// The backend's health() from what the probes found: not connected while the server is
   /// silent. `owner` words the problem. Any thread.
   provider_health health(const backend& owner) const {
-    provider_health health;
-    const auto since = silent_since();
-    if (!since) return health;
-    using std::chrono::duration_cast;
-    using std::chrono::milliseconds;
-    const auto silent = duration_cast<milliseconds>(std::chrono::steady_clock::now() - *since);
-    health.connected = false;
-    health.problems.push_back(owner.message(
-        "the server has not answered a keepalive for " + std::to_string(silent.count()) +
-        " ms (sessions are given up after keepalive = " +
-        std::to_string(duration_cast<milliseconds>(period_).count()) + " ms)"));
-    return health;
+    return keepalive_health(owner, silent_since(), period_);
   }
 
  private:

@@ -1,0 +1,91 @@
+// The uncontended attempt on the caller's thread: a caller-driven session, the same statements
+// as pg_acquire's first attempt, and no thread switch on the way there or back.
+#include <algorithm>
+#include <stdexcept>
+
+#include <dlock/core/errors.hpp>
+
+#include "acquire.hpp"
+#include "backend.hpp"
+#include "blocking_libpq.hpp"
+#include "caller_lease.hpp"
+#include "failure.hpp"
+#include "semaphore_keys.hpp"
+#include "sql.hpp"
+
+namespace dlock::postgres::detail {
+
+std::unique_ptr<lease> postgres_backend::try_acquire_inline(const acquire_request& request) {
+  check_slot_count(request, max_semaphore_slots);
+  const advisory_key key = key_of(request);
+  const std::string resource = resource_of(request, key);
+  const std::string attempt =
+      record_grant_sql(attempt_sql(request, key, token_expression_), request, key, owners_);
+  for (int tries = 0;; ++tries) {
+    std::string why;
+    auto session = callers_->check_out(resource, why);
+    if (!session) throw connection_error(message(why, request.name));
+    const bool reused = !session->fresh;
+    session->fresh = false;
+    // One round trip: a server that does not answer it within connect_timeout (or the
+    // keepalive period, if shorter) is given up, as a pooled attempt is once its deadline
+    // and connect_timeout have passed, or its keepalive goes unanswered.
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::min(options_.connect_timeout, options_.keepalive);
+    const query_result r = send_blocking(session->conn, endpoint_, attempt, {}, deadline);
+    if (!r.ok()) {
+      // A deadlock took nothing; any other failure may have left the lock taken (the fencing
+      // sequence or the owners' table missing), and a broken session freed it: ending the
+      // session settles both, and marks its other grants lost.
+      if (r.sqlstate == "40P01") {
+        callers_->check_in(session);
+      } else {
+        callers_->give_up(session);
+      }
+      // A session the server ended while it sat idle (a restart) fails at once: one more try
+      // on a fresh one, as the pool, which hears of the end, would have made.
+      if (r.connection_broken && reused && tries == 0 &&
+          std::chrono::steady_clock::now() < deadline) {
+        continue;
+      }
+      std::rethrow_exception(acquire_failure(*this, r, request.name));
+    }
+    if (auto token = r.value(1)) {
+      const std::string slot = *r.value(0);
+      auto granted = std::make_unique<caller_lease>(
+          shared_from_this(), session,
+          joined(unlock_sql(request, key, slot), forget_grant_sql(request, key, slot, owners_)),
+          std::stoull(*token));
+      granted->attach(callers_->add_grant(*session, {resource, granted->lost_signal()}));
+      callers_->check_in(session);
+      return granted;
+    }
+    callers_->check_in(session);
+    if (request.kind == primitive::semaphore) {
+      if (auto other = r.value(2)) throw max_count_mismatch(request, std::stoull(*other));
+    }
+    return nullptr;
+  }
+}
+
+// What the pool's sessions run first (session_pool.cpp), on the caller's thread.
+std::string postgres_backend::prepare_caller_session(
+    PGconn* conn, std::chrono::steady_clock::time_point deadline) {
+  query_result r = send_blocking(conn, endpoint_, session_setup_.required, {}, deadline);
+  if (r.connection_broken) return r.message;
+  if (!r.ok()) {
+    return "cannot set the server-side lease (" + r.message +
+           "; idle_session_timeout needs PostgreSQL 14 or later)";
+  }
+  if (!send_blocking(conn, endpoint_, session_setup_.optional, {}, deadline).connection_broken) {
+    for (const auto& needed : creations_needed()) {
+      r = send_blocking(conn, endpoint_, needed.sql, {}, deadline);
+      if (r.connection_broken) break;
+      creation_answered(needed, r);
+    }
+  }
+  if (r.connection_broken) return r.message;
+  return {};
+}
+
+}  // namespace dlock::postgres::detail
