@@ -6,6 +6,8 @@
 #include <climits>
 #include <stdexcept>
 
+#include <boost/asio/post.hpp>
+
 #include <dlock/core/backend/election.hpp>
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/provider.hpp>
@@ -53,25 +55,40 @@ boost::asio::any_io_executor executor_of(const election_target& target) {
 void start_campaign(const election_target& target, std::string value,
                     std::chrono::nanoseconds timeout, std::stop_token stop, bool fail_with_error,
                     unique_function<campaign_signature> done) {
+  // An init-capture: a plain [target] copies `const election_target`, which std::move below
+  // would copy again, leaving the provider referenced here.
+  auto lead = [target = target, value = std::move(value), done = std::move(done)](
+                  std::exception_ptr error, std::optional<lock_handle> lock) mutable {
+    // As acquire_op::finish: no reference of ours to the provider outlives the result, so
+    // the caller, not this thread, shuts the provider down.
+    election_target own = std::move(target);
+    std::optional<leadership> led;
+    if (!error && lock) {
+      try {
+        led.emplace(lead_with(own, std::move(value), std::move(*lock)));
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    own = {};
+    lock.reset();
+    done(std::move(error), std::move(led));
+  };
+  const dlock::backend& backend = target.service->backend();
+  if (backend.acquire_executor() == backend.executor()) {
+    start_acquire(lock_of(target), lock_mode::exclusive, timeout, std::move(stop),
+                  fail_with_error, std::move(lead));
+    return;
+  }
+  // The acquire completes on the backend's acquire thread, and the proclaim may block on
+  // that very thread (a RedLock board's fan-out): lead from the provider's executor.
   start_acquire(lock_of(target), lock_mode::exclusive, timeout, std::move(stop), fail_with_error,
-                // An init-capture: a plain [target] copies `const election_target`, which
-                // std::move below would copy again, leaving the provider referenced here.
-                [target = target, value = std::move(value), done = std::move(done)](
+                [lead = std::move(lead), executor = backend.executor()](
                     std::exception_ptr error, std::optional<lock_handle> lock) mutable {
-                  // As acquire_op::finish: no reference of ours to the provider outlives
-                  // the result, so the caller, not this thread, shuts the provider down.
-                  election_target own = std::move(target);
-                  std::optional<leadership> led;
-                  if (!error && lock) {
-                    try {
-                      led.emplace(lead_with(own, std::move(value), std::move(*lock)));
-                    } catch (...) {
-                      error = std::current_exception();
-                    }
-                  }
-                  own = {};
-                  lock.reset();
-                  done(std::move(error), std::move(led));
+                  boost::asio::post(executor, [lead = std::move(lead), error = std::move(error),
+                                               lock = std::move(lock)]() mutable {
+                    lead(std::move(error), std::move(lock));
+                  });
                 });
 }
 
