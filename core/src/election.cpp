@@ -6,12 +6,11 @@
 #include <climits>
 #include <stdexcept>
 
-#include <boost/asio/post.hpp>
-
 #include <dlock/core/backend/election.hpp>
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/provider.hpp>
 
+#include "acquire_op.hpp"
 #include "election_access.hpp"
 #include "lock_service.hpp"
 
@@ -74,22 +73,9 @@ void start_campaign(const election_target& target, std::string value,
     lock.reset();
     done(std::move(error), std::move(led));
   };
-  const dlock::backend& backend = target.service->backend();
-  if (backend.acquire_executor() == backend.executor()) {
-    start_acquire(lock_of(target), lock_mode::exclusive, timeout, std::move(stop),
-                  fail_with_error, std::move(lead));
-    return;
-  }
-  // The acquire completes on the backend's acquire thread, and the proclaim may block on
-  // that very thread (a RedLock board's fan-out): lead from the provider's executor.
-  start_acquire(lock_of(target), lock_mode::exclusive, timeout, std::move(stop), fail_with_error,
-                [lead = std::move(lead), executor = backend.executor()](
-                    std::exception_ptr error, std::optional<lock_handle> lock) mutable {
-                  boost::asio::post(executor, [lead = std::move(lead), error = std::move(error),
-                                               lock = std::move(lock)]() mutable {
-                    lead(std::move(error), std::move(lock));
-                  });
-                });
+  // The proclaim may wait for the thread the acquire completes on (a RedLock board's fan-out).
+  start_chained_acquire(lock_of(target), lock_mode::exclusive, timeout, std::move(stop),
+                        fail_with_error, std::move(lead));
 }
 
 }  // namespace detail
