@@ -148,20 +148,12 @@ class redis_acquire final : public acquire_operation,
     const auto sent = clock::now();
     const bool queue = request_.wait && (keys_.kind == key_kind::write || !keys_.queue.empty());
     if (queue) queued_ = true;
-    if (queue && multi_node() && arrival_.empty()) {
-      // RedLock: every server queues this waiter at the same place, by its own clock's
-      // arrival (ties by token), so that their queues agree on who is first; one server's
-      // queue orders by its clock.
-      arrival_ = std::to_string(std::chrono::duration_cast<milliseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count());
-    }
     nodes_.eval_everywhere(
         acquire_script(), keys_,
         {token_, milliseconds_argument(backend_->settings().expiry),
          std::string(script_argument(keys_.kind)), std::to_string(proposal),
          std::to_string(request_.max_count), queue ? "1" : "0",
-         backend_->epoch_key(), request_.owner, keys_.queue, arrival_},
+         backend_->epoch_key(), request_.owner, keys_.queue},
         {nodes_.quorum(keys_.kind), granted_here},
         [self = shared_from_this(), sent, proposal](std::vector<command_result> results) {
           self->settle(std::move(results), sent, proposal);
@@ -190,10 +182,9 @@ class redis_acquire final : public acquire_operation,
         other_max_count = answer.value;
       } else if (answer.outcome == acquire_answer::kind::stale) {
         outbid = true;
-      } else if (answer.outcome == acquire_answer::kind::taken) {
-        if (queued_) joined_queue_ = true;
+      } else if (answer.outcome == acquire_answer::kind::taken && answer.value >= 0) {
         const milliseconds hint{answer.value};
-        if (answer.value >= 0 && (!wait_hint || hint < *wait_hint)) wait_hint = hint;
+        if (!wait_hint || hint < *wait_hint) wait_hint = hint;
       }
     }
     if (phase_ == phase::finished) {  // stopped while this try was in flight
@@ -233,19 +224,8 @@ class redis_acquire final : public acquire_operation,
 
   void grant(clock::time_point valid_until, std::uint64_t fencing_token) {
     auto granted = backend_->grant(request_.name, keys_, token_, valid_until, fencing_token);
-    // One server: a granted waiter left the queue in the same script. RedLock: a waiter keeps
-    // its place until a majority granted it (scripts.cpp), so it leaves every queue now.
-    if (joined_queue_ && multi_node()) withdraw();
-    queued_ = false;
+    queued_ = false;  // a granted waiter left the queue in the same script
     finish(nullptr, std::move(granted));
-  }
-
-  /// Leaves the queue on every server, so that readers held back by it, or the next waiter,
-  /// may go on.
-  void withdraw() {
-    nodes_.eval_everywhere(release_script(), keys_,
-                           {token_, "withdraw", keys_.channel, keys_.publish, keys_.queue},
-                           {nodes_.size(), confirmed}, [](std::vector<command_result>) {});
   }
 
   // With Sentinel's wait_replicas: the grant counts once enough replicas have it (WAIT, on
@@ -393,7 +373,12 @@ class redis_acquire final : public acquire_operation,
     // On every node, whatever listening_ says: after one RedLock node's subscription was lost
     // (listening_ reset), the others still hold this operation (a no-op where it is absent).
     for (std::size_t i = 0; i < nodes_.size(); ++i) nodes_.unlisten(i, keys_.channel, this);
-    if (queued_ && !granted) withdraw();
+    if (queued_ && !granted) {
+      // Leave the queue, so readers held back by it, or the next waiter, may go on.
+      nodes_.eval_everywhere(release_script(), keys_,
+                             {token_, "withdraw", keys_.channel, keys_.publish, keys_.queue},
+                             {nodes_.size(), confirmed}, [](std::vector<command_result>) {});
+    }
     auto done = std::move(done_);
     done(std::move(error), std::move(granted));
   }
@@ -405,8 +390,6 @@ class redis_acquire final : public acquire_operation,
   key_set keys_;
   std::string token_;
   std::string fence_key_;
-  /// RedLock: when this waiter first queued, ms since the epoch by this host's clock.
-  std::string arrival_;
   boost::asio::steady_timer wait_timer_;
   boost::asio::steady_timer give_up_timer_;
   /// When a quorum last answered a try (or the acquire began); see contact().
@@ -416,7 +399,6 @@ class redis_acquire final : public acquire_operation,
   bool retry_at_once_ = false;    ///< a channel event came during the try: try again at once
   bool listening_ = false;        ///< subscribed (or subscribing) to the release channel
   bool queued_ = false;           ///< in a queue on the servers (writers', waiters'): withdraw on failure
-  bool joined_queue_ = false;     ///< a queueing try was answered "taken" somewhere
   bool reported_waiting_ = false;
   int attempts_ = 0;
   std::optional<clock::time_point> trouble_since_;

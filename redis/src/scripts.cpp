@@ -21,9 +21,8 @@ local function lengthen(key, ms)
 end
 )lua";
 
-// The waiters' queue of an exclusive lock on one server (key_set::queue; RedLock: on each of
-// its servers, ordered alike by the waiters' own arrival times): a sorted set of tokens by
-// arrival, and beside it (queue .. ':alive') each waiter's deadline, which its tries
+// The waiters' queue of an exclusive lock on one server (key_set::queue): a sorted set of
+// tokens by arrival, and beside it (queue .. ':alive') each waiter's deadline, which its tries
 // push on by an expiry; a waiter that stopped trying (gone, partitioned) leaves the head once its
 // deadline passed. A release names the live head in its message, so only that waiter tries.
 constexpr const char* queue_function = R"lua(
@@ -106,25 +105,18 @@ if kind == 'lock' or kind == 'write' then
   end
 end
 if kind == 'lock' then
-  -- ARGV[9]: the waiters' queue (this server's; with RedLock, one on each), or none. Only its
-  -- head may take a free lock; a waiting try (ARGV[6]) joins the queue, or renews its place.
+  -- ARGV[9]: the waiters' queue (one server), or none. Only its head may take a free lock; a
+  -- waiting try (ARGV[6]) joins the queue, or renews its place there.
   local queue = ARGV[9] ~= '' and ARGV[9]
-  -- ARGV[10], with RedLock: the waiter's arrival, the same on every server, so that their
-  -- queues agree on who is first (one server: its own clock).
-  local arrival = ARGV[10] ~= '' and tonumber(ARGV[10])
   local head, head_left
   if queue then head, head_left = queue_head(queue) end
   if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then
-    -- With RedLock a grant here may be a minority, given back: the waiter keeps its place,
-    -- and leaves every queue once a majority granted it.
-    if head and not arrival then leave_queue(queue, token) end
+    if head then leave_queue(queue, token) end
     return granted(fence())
   end
   if queue and ARGV[6] == '1' then
     local now = now_ms()
-    if not redis.call('ZSCORE', queue, token) then
-      redis.call('ZADD', queue, arrival or now, token)
-    end
+    if not redis.call('ZSCORE', queue, token) then redis.call('ZADD', queue, now, token) end
     redis.call('HSET', queue .. ':alive', token, now + expiry)
     lengthen(queue, expiry)
     lengthen(queue .. ':alive', expiry)

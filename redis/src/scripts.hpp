@@ -21,11 +21,10 @@ struct script {
 
 /// ARGV: token, expiry ms, kind, proposal (0: bump the counter; else a RedLock proposal),
 /// max_count, queue ("1": a writer that will wait registers so that new readers hold back),
-/// owner (recorded with the grant in the name's owners hash, docs/redis.md), epoch key, the
-/// waiters' queue (key_set::queue) and, with RedLock, the waiter's arrival (ms, the queue's
-/// order on every server). Returns {1, fencing token} granted; {0, ms until it may free}
-/// taken (-1: no expiry); {-1, counter} the proposal is not above this node's counter;
-/// {-2, stored max_count} the semaphore is in use with another max_count.
+/// owner (recorded with the grant in the name's owners hash, docs/redis.md).
+/// Returns {1, fencing token} granted; {0, ms until it may free} taken (-1: no expiry);
+/// {-1, counter} the proposal is not above this node's counter; {-2, stored max_count} the
+/// semaphore is in use with another max_count.
 const script& acquire_script();
 
 /// ARGV: token, kind ("withdraw": a waiting writer leaves the queue), channel, and optionally

@@ -1,6 +1,6 @@
-// The waiters' queue of a lock on one server, and on each of RedLock's: waiting providers (each
-// as another process would be) are granted in the order they queued, a release wakes only the
-// next, and a waiter that gives up hands its turn on. docs/redis.md, "Waiting".
+// The waiters' queue of a lock on one server: waiting providers (each as another process would
+// be) are granted in the order they queued, a release wakes only the next, and a waiter that
+// gives up hands its turn on. docs/redis.md, "Waiting".
 #include <catch2/catch.hpp>
 
 #include <future>
@@ -18,7 +18,7 @@ using support::unique_name;
 
 namespace {
 
-/// A deployment whose queues the tests look at: one server, or RedLock's three.
+/// A deployment whose queues the tests look at (one server; RedLock's three once they queue).
 struct deployment {
   std::string endpoint;
   std::size_t servers;
@@ -49,7 +49,6 @@ struct deployment {
 };
 
 deployment one_server() { return {endpoint(), 1}; }
-deployment redlock() { return {redis_test::redlock_endpoint(), 3}; }
 
 /// A provider of its own acquiring `name` on another thread, once `ahead` waiters queued on
 /// every server.
@@ -126,14 +125,4 @@ TEST_CASE("a lock whose queue has waiters is not taken past them by an attempt t
   CHECK_FALSE(other->create_lock(name).try_acquire());
   // The waiter's next try (at the latest when the holder's lease would have run out) wins.
   waiter.get().release();
-}
-
-TEST_CASE("RedLock: waiting providers are granted in the order they queued, on every server",
-          "[redis][redlock][queue]") {
-  granted_in_queue_order(redlock());
-}
-
-TEST_CASE("RedLock: a queued waiter that gives up passes its turn to the next",
-          "[redis][redlock][queue]") {
-  giving_up_passes_the_turn(redlock());
 }
