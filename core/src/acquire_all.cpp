@@ -11,6 +11,7 @@
 #include <dlock/core/errors.hpp>
 #include <dlock/core/backend/naming.hpp>
 
+#include "acquire_op.hpp"
 #include "lock_service.hpp"
 #include "shared_deadline.hpp"
 
@@ -159,19 +160,19 @@ class acquire_all_op : public std::enable_shared_from_this<acquire_all_op> {
       return;
     }
     const lock_request& request = locks_[order_[taken_.size()]];
-    start_acquire(lock_set_access::target(request), lock_set_access::mode(request),
-                  deadline_.remaining(), stop_, fail_with_error_,
-                  [self = shared_from_this()](std::exception_ptr error,
-                                              std::optional<lock_handle> handle) {
-                    if (error || !handle) {
-                      release_in_reverse(self->taken_);
-                      auto done = std::move(self->done_);
-                      done(std::move(error), std::nullopt);
-                      return;
-                    }
-                    self->taken_.push_back(std::move(*handle));
-                    self->next();
-                  });
+    start_chained_acquire(lock_set_access::target(request), lock_set_access::mode(request),
+                          deadline_.remaining(), stop_, fail_with_error_,
+                          [self = shared_from_this()](std::exception_ptr error,
+                                                      std::optional<lock_handle> handle) {
+                            if (error || !handle) {
+                              release_in_reverse(self->taken_);
+                              auto done = std::move(self->done_);
+                              done(std::move(error), std::nullopt);
+                              return;
+                            }
+                            self->taken_.push_back(std::move(*handle));
+                            self->next();
+                          });
   }
 
  private:

@@ -81,7 +81,7 @@ acquire_op::acquire_op(const lock_target& target, lock_mode mode,
       stop_(std::move(stop)),
       fail_with_error_(fail_with_error),
       done_(std::move(done)),
-      strand_(boost::asio::make_strand(target.service->backend().executor())),
+      strand_(boost::asio::make_strand(target.service->backend().acquire_executor())),
       timer_(strand_),
       gate_key_(local_gates::key_of(target)) {}
 

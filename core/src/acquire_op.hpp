@@ -24,6 +24,14 @@ namespace dlock::detail {
 /// How an acquire that got no lock ended.
 enum class ending { none, timed_out, stopped };
 
+/// start_acquire for a step of a chain (a gated acquire, acquire_all, an upgrade, a
+/// campaign): `done` runs on the provider's executor, since it calls into the backend (a
+/// release, the next step, a proclaim) in ways that may wait for the thread acquires complete
+/// on (backend::acquire_executor). Where that is the provider's executor, start_acquire itself.
+void start_chained_acquire(const lock_target& target, lock_mode mode,
+                           std::chrono::nanoseconds timeout, std::stop_token stop,
+                           bool fail_with_error, try_acquire_completion done);
+
 /// What the backend is asked for an acquire of `target` in `mode` (one attempt).
 acquire_request request_for(const lock_target& target, lock_mode mode);
 

@@ -10,6 +10,7 @@
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/provider.hpp>
 
+#include "acquire_op.hpp"
 #include "election_access.hpp"
 #include "lock_service.hpp"
 
@@ -53,26 +54,28 @@ boost::asio::any_io_executor executor_of(const election_target& target) {
 void start_campaign(const election_target& target, std::string value,
                     std::chrono::nanoseconds timeout, std::stop_token stop, bool fail_with_error,
                     unique_function<campaign_signature> done) {
-  start_acquire(lock_of(target), lock_mode::exclusive, timeout, std::move(stop), fail_with_error,
-                // An init-capture: a plain [target] copies `const election_target`, which
-                // std::move below would copy again, leaving the provider referenced here.
-                [target = target, value = std::move(value), done = std::move(done)](
-                    std::exception_ptr error, std::optional<lock_handle> lock) mutable {
-                  // As acquire_op::finish: no reference of ours to the provider outlives
-                  // the result, so the caller, not this thread, shuts the provider down.
-                  election_target own = std::move(target);
-                  std::optional<leadership> led;
-                  if (!error && lock) {
-                    try {
-                      led.emplace(lead_with(own, std::move(value), std::move(*lock)));
-                    } catch (...) {
-                      error = std::current_exception();
-                    }
-                  }
-                  own = {};
-                  lock.reset();
-                  done(std::move(error), std::move(led));
-                });
+  // An init-capture: a plain [target] copies `const election_target`, which std::move below
+  // would copy again, leaving the provider referenced here.
+  auto lead = [target = target, value = std::move(value), done = std::move(done)](
+                  std::exception_ptr error, std::optional<lock_handle> lock) mutable {
+    // As acquire_op::finish: no reference of ours to the provider outlives the result, so
+    // the caller, not this thread, shuts the provider down.
+    election_target own = std::move(target);
+    std::optional<leadership> led;
+    if (!error && lock) {
+      try {
+        led.emplace(lead_with(own, std::move(value), std::move(*lock)));
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    own = {};
+    lock.reset();
+    done(std::move(error), std::move(led));
+  };
+  // The proclaim may wait for the thread the acquire completes on (a RedLock board's fan-out).
+  start_chained_acquire(lock_of(target), lock_mode::exclusive, timeout, std::move(stop),
+                        fail_with_error, std::move(lead));
 }
 
 }  // namespace detail

@@ -52,20 +52,22 @@ struct gated_acquire_op : std::enable_shared_from_this<gated_acquire_op> {
         fail_with_error(fail_with_error), done(std::move(done)) {}
 
   void start() {
-    start_acquire(gate_of(target), lock_mode::exclusive, deadline.remaining(), stop, false,
-                  [self = shared_from_this()](std::exception_ptr error,
-                                              std::optional<lock_handle> gate) {
-                    if (error || !gate) return self->finish(std::move(error), std::move(gate), {});
-                    self->take_lock(std::move(gate));
-                  });
+    start_chained_acquire(gate_of(target), lock_mode::exclusive, deadline.remaining(), stop, false,
+                          [self = shared_from_this()](std::exception_ptr error,
+                                                      std::optional<lock_handle> gate) {
+                            if (error || !gate) {
+                              return self->finish(std::move(error), std::move(gate), {});
+                            }
+                            self->take_lock(std::move(gate));
+                          });
   }
 
   void take_lock(std::optional<lock_handle> gate) {
-    start_acquire(step_of(target), mode, deadline.remaining(), stop, false,
-                  [self = shared_from_this(), gate = std::move(gate)](
-                      std::exception_ptr error, std::optional<lock_handle> grant) mutable {
-                    self->finish(std::move(error), std::move(gate), std::move(grant));
-                  });
+    start_chained_acquire(step_of(target), mode, deadline.remaining(), stop, false,
+                          [self = shared_from_this(), gate = std::move(gate)](
+                              std::exception_ptr error, std::optional<lock_handle> grant) mutable {
+                            self->finish(std::move(error), std::move(gate), std::move(grant));
+                          });
   }
 
   void finish(std::exception_ptr error, std::optional<lock_handle> gate,

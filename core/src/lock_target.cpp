@@ -1,6 +1,8 @@
 // The checks and lookups the primitives' inline templates call (detail/acquire.hpp).
 #include <stdexcept>
 
+#include <boost/asio/post.hpp>
+
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/detail/acquire.hpp>
 
@@ -46,6 +48,24 @@ void start_acquire(const lock_target& target, lock_mode mode, std::chrono::nanos
   std::make_shared<acquire_op>(target, mode, timeout, std::move(stop), fail_with_error,
                                std::move(done))
       ->start();
+}
+
+void start_chained_acquire(const lock_target& target, lock_mode mode,
+                           std::chrono::nanoseconds timeout, std::stop_token stop,
+                           bool fail_with_error, try_acquire_completion done) {
+  const dlock::backend& backend = target.service->backend();
+  if (backend.acquire_executor() == backend.executor()) {
+    start_acquire(target, mode, timeout, std::move(stop), fail_with_error, std::move(done));
+    return;
+  }
+  start_acquire(target, mode, timeout, std::move(stop), fail_with_error,
+                [done = std::move(done), executor = backend.executor()](
+                    std::exception_ptr error, std::optional<lock_handle> handle) mutable {
+                  boost::asio::post(executor, [done = std::move(done), error = std::move(error),
+                                               handle = std::move(handle)]() mutable {
+                    done(std::move(error), std::move(handle));
+                  });
+                });
 }
 
 std::optional<std::uint32_t> current_count(const lock_target& target) {

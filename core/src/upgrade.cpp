@@ -97,29 +97,32 @@ struct upgrade_op : std::enable_shared_from_this<upgrade_op> {
       held->abandon_upgrade();
       return complete(std::current_exception(), false);
     }
-    start_acquire(held->lock(), lock_mode::exclusive, timeout, stop, false,
-                  [self = shared_from_this()](std::exception_ptr error,
-                                              std::optional<lock_handle> write) {
-                    if (write) {
-                      return self->complete(after_write_obtained(*self->held, *write), true);
-                    }
-                    if (!error) return self->take_read_back();
-                    self->complete(after_write_not_obtained(*self->held, std::move(error), {},
-                                                            self->timeout, self->stop,
-                                                            self->fail_with_error),
-                                   false);
-                  });
+    start_chained_acquire(held->lock(), lock_mode::exclusive, timeout, stop, false,
+                          [self = shared_from_this()](std::exception_ptr error,
+                                                      std::optional<lock_handle> write) {
+                            if (write) {
+                              return self->complete(after_write_obtained(*self->held, *write),
+                                                    true);
+                            }
+                            if (!error) return self->take_read_back();
+                            self->complete(
+                                after_write_not_obtained(*self->held, std::move(error), {},
+                                                         self->timeout, self->stop,
+                                                         self->fail_with_error),
+                                false);
+                          });
   }
 
   void take_read_back() {
-    start_acquire(held->lock(), lock_mode::shared, read_back_limit, {}, false,
-                  [self = shared_from_this()](std::exception_ptr error,
-                                              std::optional<lock_handle> read) {
-                    self->complete(after_write_not_obtained(*self->held, std::move(error),
-                                                            std::move(read), self->timeout,
-                                                            self->stop, self->fail_with_error),
-                                   false);
-                  });
+    start_chained_acquire(held->lock(), lock_mode::shared, read_back_limit, {}, false,
+                          [self = shared_from_this()](std::exception_ptr error,
+                                                      std::optional<lock_handle> read) {
+                            self->complete(
+                                after_write_not_obtained(*self->held, std::move(error),
+                                                         std::move(read), self->timeout,
+                                                         self->stop, self->fail_with_error),
+                                false);
+                          });
   }
 
   void complete(std::exception_ptr error, bool upgraded) {

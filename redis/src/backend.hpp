@@ -48,6 +48,10 @@ class redis_backend final : public dlock::backend,
 
   std::string_view scheme() const noexcept override { return "redis"; }
   std::string endpoint() const override { return nodes_->endpoint(); }
+  /// Acquires complete on the network thread, so core's steps run there too: a grant reaches
+  /// a blocked caller with one wake-up (the caller's), not two (core's thread, then the
+  /// caller's); an async acquire's attempt starts there without a stop on core's thread.
+  boost::asio::any_io_executor acquire_executor() const override { return network_executor(); }
   bool running_in_this_thread() const noexcept override {
     return dlock::backend::running_in_this_thread() || network_->running_in_this_thread();
   }

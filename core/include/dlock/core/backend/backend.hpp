@@ -110,6 +110,15 @@ class backend {
   /// completion handlers.
   boost::asio::any_io_executor executor() const { return io_.executor(); }
 
+  /// The executor on which core runs an acquire's own steps (its strand, its timeout timer)
+  /// and so takes the backend's completion. By default executor(). A backend whose acquires
+  /// complete on a thread of its own may name that thread's executor: every completion is
+  /// then spared a thread switch (a wake-up) before the caller's. Core runs only its own
+  /// bookkeeping there and posts users' handlers to their executors, but its continuations
+  /// may call into the backend from that thread (a release, the next acquire of a chain), so
+  /// running_in_this_thread() must cover it.
+  virtual boost::asio::any_io_executor acquire_executor() const { return executor(); }
+
   /// True when the calling thread is one the backend needs in order to make progress, so a
   /// blocking (sync) call from it would deadlock. By default: the thread of executor().
   virtual bool running_in_this_thread() const noexcept { return io_.running_in_this_thread(); }
