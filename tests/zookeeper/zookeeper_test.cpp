@@ -181,11 +181,7 @@ struct holder_and_waiter {
 // A waiter watches its own node while it waits, and its lease adopts that watch at the grant.
 TEST_CASE("a node deleted by someone else marks lost a handle whose acquire had waited",
           "[zookeeper][lost]") {
-  holder_and_waiter two("/" + unique_name("dlock-deleted-waiter"));
-  auto& zk = two.holder;
-  auto& waiter = two.waiter;
-  const std::string& parent = two.parent;
-  auto& session = two.session;
+  auto [zk, waiter, parent, session] = holder_and_waiter("/" + unique_name("dlock-deleted-waiter"));
   auto first = zk->create_lock("x").acquire(10s);
   std::optional<dlock::lock_handle> second;
   std::thread waiting([&] { second = waiter->create_lock("x").try_acquire(30s); });
@@ -202,11 +198,7 @@ TEST_CASE("a node deleted by someone else marks lost a handle whose acquire had 
 
 TEST_CASE("a waiter whose node someone else deletes queues again at once, behind the holder",
           "[zookeeper][lost]") {
-  holder_and_waiter two("/" + unique_name("dlock-deleted-queued"));
-  auto& zk = two.holder;
-  auto& waiter = two.waiter;
-  const std::string& parent = two.parent;
-  auto& session = two.session;
+  auto [zk, waiter, parent, session] = holder_and_waiter("/" + unique_name("dlock-deleted-queued"));
   auto held = zk->create_lock("x").acquire(10s);
   const std::string holder_node = session.children(parent).at(0);
   std::optional<dlock::lock_handle> queued;
