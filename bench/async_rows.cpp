@@ -59,29 +59,81 @@ double awaitable_cycle(dlock::distributed_lock& lock, boost::asio::io_context& c
   return sample;
 }
 
+// Asio's own share of an async call: an operation that does nothing but post its completion
+// to the handler's executor (as dlock's settled acquire does), with a callback or co_awaited,
+// run the same way as the two cycles above. Their excess over nothing is the floor any
+// asynchronous acquire pays in this event loop, whatever the library.
+template <typename Token>
+auto posted_nothing(Token&& token) {
+  return boost::asio::async_initiate<Token, void(std::exception_ptr)>(
+      [](auto handler) {
+        auto executor = boost::asio::get_associated_executor(handler);
+        boost::asio::post(executor,
+                          [handler = std::move(handler)]() mutable { std::move(handler)(nullptr); });
+      },
+      token);
+}
+
+double callback_floor(boost::asio::io_context& context) {
+  const auto started = now_ns();
+  double sample = 0;
+  posted_nothing(boost::asio::bind_executor(context, [&](std::exception_ptr) {
+    sample = since_us(started);
+  }));
+  context.restart();
+  context.run();
+  return sample;
+}
+
+double awaitable_floor(boost::asio::io_context& context) {
+  double sample = 0;
+  boost::asio::co_spawn(
+      context,
+      [&]() -> boost::asio::awaitable<void> {
+        const auto started = now_ns();
+        co_await posted_nothing(boost::asio::use_awaitable);
+        sample = since_us(started);
+      },
+      boost::asio::detached);
+  context.restart();
+  context.run();
+  return sample;
+}
+
 }  // namespace
 
 void print_async_rows(const std::string& url, int iterations) {
   auto provider = dlock::make_provider(url);
   dlock::distributed_lock lock = provider->create_lock("async-uncontended");
   boost::asio::io_context context;
-  std::vector<double> blocking, callback, awaitable;
+  std::vector<double> blocking, callback, awaitable, asio_callback, asio_awaitable;
   for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
     const double samples[] = {uncontended(lock, 1).front(), callback_cycle(lock, context),
-                              awaitable_cycle(lock, context)};
+                              awaitable_cycle(lock, context), callback_floor(context),
+                              awaitable_floor(context)};
     if (i < 0) continue;
     blocking.push_back(samples[0]);
     callback.push_back(samples[1]);
     awaitable.push_back(samples[2]);
+    asio_callback.push_back(samples[3]);
+    asio_awaitable.push_back(samples[4]);
   }
   const auto sync = summarize(blocking);
   const auto by_callback = summarize(callback);
   const auto by_coroutine = summarize(awaitable);
+  const auto floor_callback = summarize(asio_callback);
+  const auto floor_coroutine = summarize(asio_awaitable);
   print_row("blocking acquire() + release (interleaved)", sync, blocking.size());
   print_row("async_acquire, callback, + release", by_callback, callback.size());
   print_row("async_acquire, use_awaitable, + release", by_coroutine, awaitable.size());
+  print_row("Asio floor: a posted completion, callback", floor_callback, asio_callback.size());
+  print_row("Asio floor: a posted completion, awaitable", floor_coroutine, asio_awaitable.size());
   std::printf("%-44s median %9.2fx / %.2fx\n", "async / blocking (callback / awaitable)",
               by_callback.median_us / sync.median_us, by_coroutine.median_us / sync.median_us);
+  // What dlock adds to Asio's floor: the async call less the blocking call and the floor.
+  std::printf("%-44s median %9.2f us / %.2f us\n", "dlock's own async cost (callback / awaitable)",
+              by_callback.median_us - sync.median_us - floor_callback.median_us,
+              by_coroutine.median_us - sync.median_us - floor_coroutine.median_us);
 }
 
 void print_async_waiters(const std::string& url, int waiters) {

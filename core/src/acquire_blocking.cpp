@@ -65,31 +65,28 @@ void refuse_own_thread(const lock_target& target, std::string_view what,
   }
 }
 
-void start_async_acquire(const lock_target& target, lock_mode mode,
-                         std::chrono::nanoseconds timeout, std::stop_token stop,
-                         bool fail_with_error, try_acquire_completion done) {
+std::optional<settled_acquire> settle_async_acquire_inline(const lock_target& target,
+                                                           lock_mode mode,
+                                                           std::chrono::nanoseconds timeout,
+                                                           const std::stop_token& stop,
+                                                           bool fail_with_error) {
   check_timeout(target, timeout);
   const dlock::backend& owner = target.service->backend();
-  if (!gated(target, mode) && owner.acquires_inline() && owner.acquires_inline_locally() &&
-      !stop.stop_requested()) {
-    std::optional<lock_handle> result;
-    bool settled = false;
-    try {
-      settled = settled_inline(target, mode, timeout, result);
-    } catch (...) {
-      done(std::current_exception(), std::nullopt);
-      return;
-    }
-    if (settled) {
-      if (!result && fail_with_error) {
-        done(not_obtained_error(target, ending::none, timeout), std::nullopt);
-      } else {
-        done(nullptr, std::move(result));
-      }
-      return;
-    }
+  if (gated(target, mode) || !owner.acquires_inline() || !owner.acquires_inline_locally() ||
+      stop.stop_requested()) {
+    return std::nullopt;
   }
-  start_acquire(target, mode, timeout, std::move(stop), fail_with_error, std::move(done));
+  settled_acquire settled;
+  try {
+    if (!settled_inline(target, mode, timeout, settled.handle)) return std::nullopt;
+  } catch (...) {
+    settled.error = std::current_exception();
+    return settled;
+  }
+  if (!settled.handle && fail_with_error) {
+    settled.error = not_obtained_error(target, ending::none, timeout);
+  }
+  return settled;
 }
 
 std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode mode,

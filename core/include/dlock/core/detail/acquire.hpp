@@ -8,13 +8,16 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
 
 #include <dlock/core/durations.hpp>
 #include <dlock/core/lock_kind.hpp>
@@ -68,12 +71,20 @@ boost::asio::any_io_executor executor_of(const lock_target& target);
 void start_acquire(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
                    std::stop_token stop, bool fail_with_error, try_acquire_completion done);
 
-/// The async API's start: as start_acquire, after an uncontended attempt on the calling thread
-/// when the backend makes it locally (backend::acquires_inline_locally), as the sync API does.
-/// `done` must post its handler (a completion never runs inside the initiating call).
-void start_async_acquire(const lock_target& target, lock_mode mode,
-                         std::chrono::nanoseconds timeout, std::stop_token stop,
-                         bool fail_with_error, try_acquire_completion done);
+/// An async acquire that ended on the initiating thread.
+struct settled_acquire {
+  std::exception_ptr error;
+  std::optional<lock_handle> handle;
+};
+
+/// The async API's uncontended attempt on the calling thread, made when the backend makes it
+/// locally (backend::acquires_inline_locally), as the sync API does. Empty when that did not
+/// settle the acquire: then start_acquire.
+std::optional<settled_acquire> settle_async_acquire_inline(const lock_target& target,
+                                                           lock_mode mode,
+                                                           std::chrono::nanoseconds timeout,
+                                                           const std::stop_token& stop,
+                                                           bool fail_with_error);
 
 /// The sync API: runs start_acquire and blocks the calling thread on its result.
 /// Throws std::logic_error when called from a thread the backend needs (it would deadlock).
@@ -101,19 +112,52 @@ auto posted_completion(Handler&& handler, const boost::asio::any_io_executor& fa
   };
 }
 
-/// The completion of an acquire: Throwing turns an empty optional result into a
+/// Calls an acquire's handler with its result: Throwing turns an empty optional result into a
 /// default-constructed value (the error then says why).
+template <bool Throwing, typename Result>
+struct deliver_result {
+  template <typename Handler>
+  void operator()(Handler&& handler, std::exception_ptr error,
+                  std::optional<Result> result) const {
+    if constexpr (Throwing) {
+      std::move(handler)(std::move(error), result ? std::move(*result) : Result{});
+    } else {
+      std::move(handler)(std::move(error), std::move(result));
+    }
+  }
+};
+
+/// The completion of an acquire, posted to the handler's executor.
 template <bool Throwing, typename Result, typename Handler>
 auto completion_posting_to(Handler&& handler, const boost::asio::any_io_executor& fallback) {
-  return posted_completion(
-      std::forward<Handler>(handler), fallback,
-      [](auto&& handler, std::exception_ptr error, std::optional<Result> result) {
-        if constexpr (Throwing) {
-          std::move(handler)(std::move(error), result ? std::move(*result) : Result{});
-        } else {
-          std::move(handler)(std::move(error), std::move(result));
-        }
-      });
+  return posted_completion(std::forward<Handler>(handler), fallback,
+                           deliver_result<Throwing, Result>{});
+}
+
+/// The executor `handler` runs on: its own, or the provider's when it has none. Only the
+/// latter asks the provider, whose thread starts at that question.
+template <typename Handler>
+auto handler_executor(const Handler& handler, const lock_target& target) {
+  if constexpr (std::is_same_v<boost::asio::associated_executor_t<Handler>,
+                               boost::asio::system_executor>) {
+    return executor_of(target);
+  } else {
+    return boost::asio::get_associated_executor(handler);
+  }
+}
+
+/// boost::asio::post, straight to an io_context's executor when a type-erased executor holds
+/// one (the executor of a coroutine spawned on an io_context): Asio's type-erased post
+/// requires three properties of it first, each a copy of the executor.
+template <typename Executor, typename Function>
+void post_to(const Executor& executor, Function&& function) {
+  if constexpr (std::is_same_v<Executor, boost::asio::any_io_executor>) {
+    if (auto* plain = executor.template target<boost::asio::io_context::executor_type>()) {
+      boost::asio::post(*plain, std::forward<Function>(function));
+      return;
+    }
+  }
+  boost::asio::post(executor, std::forward<Function>(function));
 }
 
 /// The initiation passed to boost::asio::async_initiate; Throwing selects acquire (the
@@ -126,10 +170,20 @@ struct initiate_acquire {
   template <typename Handler>
   void operator()(Handler&& handler, std::chrono::nanoseconds timeout,
                   std::stop_token stop) const {
-    start_async_acquire(
-        target, mode, timeout, std::move(stop), Throwing,
-        completion_posting_to<Throwing, lock_handle>(std::forward<Handler>(handler),
-                                                     executor_of(target)));
+    // Settled here, the result is posted straight to the handler's executor: no type-erased
+    // completion and no work guard, which an uncontended async acquire would otherwise pay for.
+    if (auto settled = settle_async_acquire_inline(target, mode, timeout, stop, Throwing)) {
+      const auto executor = handler_executor(handler, target);  // before handler moves
+      post_to(executor, [handler = std::forward<Handler>(handler),
+                         settled = std::move(*settled)]() mutable {
+        deliver_result<Throwing, lock_handle>{}(std::move(handler), std::move(settled.error),
+                                                std::move(settled.handle));
+      });
+      return;
+    }
+    start_acquire(target, mode, timeout, std::move(stop), Throwing,
+                  completion_posting_to<Throwing, lock_handle>(std::forward<Handler>(handler),
+                                                               executor_of(target)));
   }
 };
 
