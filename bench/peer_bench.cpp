@@ -16,6 +16,8 @@
 // contended_switches_per_grant, contended_threads_switches_per_grant: the context switches
 //   (voluntary and not) of the contenders, all their threads, over their grants: what the
 //   thread hops of a grant cost (the server's own are not counted).
+// contended_wakeups_per_grant, contended_threads_wakeups_per_grant: the voluntary ones alone
+//   (a thread blocked, to be woken later), which preemptions on a loaded machine do not add to.
 // --uncontended-only: the first figure alone (bench/peers.sh repeats it, alternating with the
 //   peers', so that all see the same load).
 // bench/peers/py_lock_bench.py and bench/curator/CuratorBench.java print the same keys.
@@ -35,12 +37,20 @@
 
 namespace {
 
-/// Context switches, voluntary and not, of `who` (RUSAGE_SELF: every thread of this process;
-/// RUSAGE_CHILDREN: the children waited for).
-std::int64_t context_switches(int who) {
+struct switches {
+  std::int64_t all = 0;
+  std::int64_t voluntary = 0;
+  switches operator-(const switches& before) const {
+    return {all - before.all, voluntary - before.voluntary};
+  }
+};
+
+/// Context switches of `who` (RUSAGE_SELF: every thread of this process; RUSAGE_CHILDREN: the
+/// children waited for).
+switches context_switches(int who) {
   rusage usage{};
   ::getrusage(who, &usage);
-  return usage.ru_nvcsw + usage.ru_nivcsw;
+  return {usage.ru_nvcsw + usage.ru_nivcsw, usage.ru_nvcsw};
 }
 
 }  // namespace
@@ -93,11 +103,14 @@ int main(int argc, char** argv) try {
   std::printf("handoff_us %.2f\n", summarize(handoff_samples).median_us);
   const auto print_contention = [&, &seconds = seconds](const char* key,
                                                         const std::vector<std::int64_t>& counts,
-                                                        std::int64_t switches) {
+                                                        switches counted) {
     const auto total = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
     std::printf("%s_per_s %.0f\n", key, static_cast<double>(total) / seconds);
-    std::printf("%s_switches_per_grant %.1f\n", key,
-                static_cast<double>(switches) / static_cast<double>(std::max<std::int64_t>(total, 1)));
+    const auto per_grant = [&](std::int64_t n) {
+      return static_cast<double>(n) / static_cast<double>(std::max<std::int64_t>(total, 1));
+    };
+    std::printf("%s_switches_per_grant %.1f\n", key, per_grant(counted.all));
+    std::printf("%s_wakeups_per_grant %.1f\n", key, per_grant(counted.voluntary));
     std::printf("%s_fewest %lld\n", key,
                 static_cast<long long>(*std::min_element(counts.begin(), counts.end())));
     std::printf("%s_most %lld\n", key,

@@ -208,4 +208,6 @@ row files "$contended, one process per grant" dlock-cli flock 'flock(1)' contend
 echo
 echo "dlock-zookeeper's context switches per grant, contenders' threads summed (not the server's):" \
   "${results[dlock-zookeeper/contended_switches_per_grant]:-?} as processes," \
-  "${results[dlock-zookeeper/contended_threads_switches_per_grant]:-?} as threads of one process"
+  "${results[dlock-zookeeper/contended_threads_switches_per_grant]:-?} as threads of one process;" \
+  "voluntary alone (wake-ups): ${results[dlock-zookeeper/contended_wakeups_per_grant]:-?} and" \
+  "${results[dlock-zookeeper/contended_threads_wakeups_per_grant]:-?}"

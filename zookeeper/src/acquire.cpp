@@ -111,19 +111,23 @@ void zookeeper_acquire::send_create() {
     if (self.withdrawing()) return self.abandon();
     stage& s = self.current();
     s.create_unknown = true;
-    self.session().create(
-        s.parent + "/" + s.prefix + std::string(s.marker), true,
-        self.step([](zookeeper_acquire& me, zk_reply reply) { me.on_created(std::move(reply)); }),
-        self.node_data());
-    if (self.leases_stage()) return;
+    const std::string path = s.parent + "/" + s.prefix + std::string(s.marker);
+    auto created =
+        self.step([](zookeeper_acquire& me, zk_reply reply) { me.on_created(std::move(reply)); });
+    if (self.leases_stage()) return self.session().create(path, true, created, self.node_data());
     // Pipelined: the server runs a session's requests in order, so this listing already
-    // shows the node the create makes, and the grant costs one round trip less.
+    // shows the node the create makes, and the grant costs one round trip less. The two
+    // answers come together and wake the io thread once (on_created() only waits for the
+    // listing when the create succeeded).
     const auto attempt = ++self.attempt_;
     self.pipelined_listing_ = attempt;
-    self.session().get_children(s.parent,
-                                self.step([attempt](zookeeper_acquire& me, zk_reply reply) {
-                                  me.on_pipelined_listing(attempt, std::move(reply));
-                                }));
+    auto [create_answer, listing_answer] = joined_answers(
+        self.executor_, std::move(created),
+        self.step([attempt](zookeeper_acquire& me, zk_reply reply) {
+          me.on_pipelined_listing(attempt, std::move(reply));
+        }));
+    self.session().create(path, true, std::move(create_answer), self.node_data(), true);
+    self.session().get_children(s.parent, std::move(listing_answer), nullptr, nullptr, true);
   }));
 }
 

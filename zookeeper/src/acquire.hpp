@@ -97,8 +97,8 @@ class zookeeper_acquire final : public acquire_operation,
   void send_create();
   void on_created(zk_reply reply);
   void find_own();
-  /// The listing sent right behind a create. Its answer comes after the create's (one
-  /// session's answers arrive in request order), unless the client refused it at once.
+  /// The listing sent right behind a create. Its answer is handled right after the create's
+  /// (joined_answers), in the same turn of the io thread.
   void on_pipelined_listing(std::uint64_t attempt, zk_reply reply);
   void after_create();
   void check_queue();

@@ -1,8 +1,10 @@
 #include "completion_routes.hpp"
 #include "test_seams.hpp"
 
+#include <array>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -68,6 +70,36 @@ void deliver(std::uint64_t id, zk_reply reply) {
   } else {
     found.handler(std::move(reply));
   }
+}
+
+std::pair<zk_handler, zk_handler> joined_answers(boost::asio::any_io_executor executor,
+                                                 zk_handler first, zk_handler second) {
+  struct joined {
+    std::mutex mutex;
+    boost::asio::any_io_executor executor;
+    std::array<zk_handler, 2> handlers;
+    std::array<std::optional<zk_reply>, 2> replies;
+
+    void keep(std::size_t which, zk_reply reply) {
+      {
+        std::lock_guard lock(mutex);
+        replies[which] = std::move(reply);
+        if (!replies[1 - which]) return;
+      }
+      // Both answers are in, and this thread alone still sees the state.
+      boost::asio::post(executor, [handlers = std::move(handlers),
+                                   replies = std::move(replies)]() mutable {
+        handlers[0](std::move(*replies[0]));
+        handlers[1](std::move(*replies[1]));
+      });
+    }
+  };
+  auto state = std::make_shared<joined>();
+  state->executor = std::move(executor);
+  state->handlers[0] = std::move(first);
+  state->handlers[1] = std::move(second);
+  return {[state](zk_reply reply) { state->keep(0, std::move(reply)); },
+          [state](zk_reply reply) { state->keep(1, std::move(reply)); }};
 }
 
 void on_void_completion(int rc, const void* context) { deliver(id_of(context), {.rc = rc}); }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -42,6 +43,14 @@ std::uint64_t add_route(boost::asio::any_io_executor executor, zk_handler handle
 void drop_route(std::uint64_t id);
 /// Delivers `reply` to route `id` once (the route is dropped).
 void deliver(std::uint64_t id, zk_reply reply);
+
+/// The answers of two calls sent back to back, which the server answers together (a create
+/// and the listing pipelined behind it): returns the handlers to give the two calls, to run on
+/// the client's completion thread. The first answer to come is kept there; the second posts
+/// one handler to `executor` that runs `first` and then `second` with their answers. The
+/// executor's thread is woken once for both, not once per answer.
+std::pair<zk_handler, zk_handler> joined_answers(boost::asio::any_io_executor executor,
+                                                 zk_handler first, zk_handler second);
 
 inline const void* route_context(std::uint64_t id) {
   return reinterpret_cast<const void*>(static_cast<std::uintptr_t>(id));

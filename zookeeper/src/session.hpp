@@ -58,10 +58,10 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
 
   // The ZooKeeper calls of the recipes. Each completes exactly once through `then`, posted to
   // the io thread (a call the client refuses completes with its error code).
+  /// `answer_on_client_thread` (here and below): `then` runs on the client's completion
+  /// thread (it must only post or hand the answer over), sparing the io thread a wake-up.
   void create(const std::string& path, bool sequential_ephemeral, zk_handler then,
-              const std::string& data = {});
-  /// `answer_on_client_thread`: `then` runs on the client's completion thread (it must only
-  /// post or hand the answer over), sparing the io thread a wake-up.
+              const std::string& data = {}, bool answer_on_client_thread = false);
   void get_data(const std::string& path, zk_handler then, bool answer_on_client_thread = false);
   /// Writes `data` to `path` if its version is still `version` (-1: any).
   void set_data(const std::string& path, const std::string& data, std::int32_t version,

@@ -23,8 +23,8 @@ void zk_session::issue(std::uint64_t route_id,
 }
 
 void zk_session::create(const std::string& path, bool sequential_ephemeral, zk_handler then,
-                        const std::string& data) {
-  const auto id = add_route(executor_, std::move(then));
+                        const std::string& data, bool answer_on_client_thread) {
+  const auto id = add_route(answers_on(answer_on_client_thread), std::move(then));
   const int flags = sequential_ephemeral ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_CONTAINER;
   issue(id, [&](zhandle_t* handle, const void* context) {
     return zoo_acreate2(handle, path.c_str(), data.data(), static_cast<int>(data.size()), &acl_,
