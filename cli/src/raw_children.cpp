@@ -1,53 +1,23 @@
 #include "raw_children.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 
 #include "exit_codes.hpp"
+#include "raw_syscall.hpp"
+#include "watchdog_watch.hpp"
 
 namespace dlock::cli {
 namespace {
-
-// A system call that leaves errno alone: errno lives in the thread-local storage of the
-// dlock thread that made the child, which a CLONE_VM child shares. (The watchdog, a fork,
-// makes the same calls: it too may only make async-signal-safe ones.)
-#if defined(__x86_64__)
-[[gnu::always_inline]] inline long raw_call(long number, long a = 0, long b = 0, long c = 0,
-                                            long d = 0) {
-  long result;
-  register long r10 asm("r10") = d;
-  asm volatile("syscall"
-               : "=a"(result)
-               : "a"(number), "D"(a), "S"(b), "d"(c), "r"(r10)
-               : "rcx", "r11", "memory");
-  return result;
-}
-#elif defined(__aarch64__)
-[[gnu::always_inline]] inline long raw_call(long number, long a = 0, long b = 0, long c = 0,
-                                            long d = 0) {
-  register long x8 asm("x8") = number;
-  register long x0 asm("x0") = a;
-  register long x1 asm("x1") = b;
-  register long x2 asm("x2") = c;
-  register long x3 asm("x3") = d;
-  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
-  return x0;
-}
-#else
-// Elsewhere libc's syscall(), which sets errno on failure: harmless in the command's child,
-// since dlock's thread is suspended until it execs.
-inline long raw_call(long number, long a = 0, long b = 0, long c = 0, long d = 0) {
-  const long result = ::syscall(number, a, b, c, d);
-  return result == -1 ? -errno : result;
-}
-#endif
 
 // ThreadSanitizer intercepts clone() and runs its own bookkeeping in the child, which a
 // CLONE_VM child must not do (it would update the runtime's state of dlock's thread): under
@@ -104,18 +74,6 @@ int run_command(void* arg) {
   exit_child(exit_not_found);
 }
 
-bool read_fully(int fd, void* into, long size) {
-  auto* at = static_cast<char*>(into);
-  long have = 0;
-  while (have < size) {
-    const long got = raw_call(SYS_read, fd, reinterpret_cast<long>(at + have), size - have);
-    if (got == -EINTR) continue;
-    if (got <= 0) return false;
-    have += got;
-  }
-  return true;
-}
-
 // The pipe's two ends, packed into one argument.
 void* pack(int read_end, int write_end) {
   return reinterpret_cast<void*>((static_cast<unsigned long>(write_end) << 32) |
@@ -134,10 +92,7 @@ int watch(void* arg) {
   for (int std_fd = 0; std_fd <= 2; ++std_fd) {
     if (std_fd != fd) raw_call(SYS_close, std_fd);
   }
-  pid_t group = 0;
-  if (!read_fully(fd, &group, sizeof group)) exit_child(0);  // no command was started
-  char verdict = 0;
-  if (!read_fully(fd, &verdict, 1)) raw_call(SYS_kill, -group, SIGKILL);  // dlock died
+  watch_group(fd);
   exit_child(0);
 }
 
@@ -157,10 +112,59 @@ pid_t start_command(command_start& start) {
   return pid;
 }
 
-pid_t start_watchdog(int read_end, int write_end) {
-  // fork, not clone(CLONE_VM): a watchdog sharing dlock's memory would die with it when the
-  // OOM killer chose dlock (it kills every process of the victim's memory), and the command's
-  // group would go on. Tried: the shared one saved about 45 page faults per run.
+namespace {
+
+struct helper_start {
+  const char* path;
+  int read_end;
+  int exec_errno = 0;
+};
+
+// The helper's child: the read end becomes its descriptor 0 (without close-on-exec), 1 and 2
+// are closed (it must not hold a pipe on dlock's output open after dlock exits), every signal
+// is blocked (Ctrl-C, Ctrl-Z or a kill of dlock's group must not end it), and it execs.
+int exec_helper(void* arg) {
+  auto& start = *static_cast<helper_start*>(arg);
+  const unsigned long all = ~0UL;
+  raw_call(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&all), 0, kernel_sigset_bytes);
+  if (start.read_end == 0) {
+    raw_call(SYS_fcntl, 0, F_SETFD, 0);
+  } else {
+    raw_call(SYS_dup3, start.read_end, 0, 0);
+  }
+  raw_call(SYS_close, 1);
+  raw_call(SYS_close, 2);
+  char* const argv[] = {const_cast<char*>("dlock-watchdog"), nullptr};
+  char* const envp[] = {nullptr};
+  const long failed = raw_call(SYS_execve, reinterpret_cast<long>(start.path),
+                               reinterpret_cast<long>(argv), reinterpret_cast<long>(envp));
+  start.exec_errno = static_cast<int>(-failed);
+  exit_child(127);
+}
+
+}  // namespace
+
+pid_t start_watchdog(int read_end, int write_end, const char* helper) {
+  // The helper by clone(CLONE_VM | CLONE_VFORK) and exec, as the command: a fork copies dlock's
+  // page tables and costs dlock a copy-on-write fault for each page it writes afterwards
+  // (about 35 per run), which the exec of a libc-free static file does not.
+  if (helper != nullptr) {
+    void* stack = map_stack();
+    if (stack) {
+      helper_start start{.path = helper, .read_end = read_end};
+      const pid_t pid = libc_clone()(exec_helper, top_of(stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
+                                     &start);
+      ::munmap(stack, child_stack_bytes);
+      if (pid > 0 && start.exec_errno == 0) return pid;
+      if (pid > 0) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+      }
+    }
+  }
+  // No helper (dlock run from elsewhere than its installation): a fork. Never clone(CLONE_VM)
+  // without exec: a watchdog sharing dlock's memory would die with it when the OOM killer chose
+  // dlock (it kills every process of the victim's memory), and the command's group would go on.
   const pid_t pid = ::fork();
   if (pid == 0) exit_child(watch(pack(read_end, write_end)));
   return pid;

@@ -3,8 +3,8 @@
 // copy-on-write faults afterwards. What it runs must not touch dlock's heap, locks or
 // thread-local state (errno): it makes raw system calls only, and its file is built without
 // sanitizer instrumentation, whose runtime keeps per-thread state the child would share with
-// dlock's thread. The watchdog, which must survive whatever kills dlock, is a fork running the
-// same kind of code.
+// dlock's thread. The watchdog, which must survive whatever kills dlock, is started the same way
+// and execs a small program of its own (or, without it, is a fork running the same kind of code).
 #pragma once
 
 #include <signal.h>
@@ -29,12 +29,13 @@ struct command_start {
 /// child exits with status 127). Returns the pid, or -1 with errno when no child was made.
 pid_t start_command(command_start& start);
 
-/// Starts the watchdog: it closes its copy of `write_end`, reads a pid from `read_end`, then
-/// waits for one more byte; EOF instead (dlock died: every write end is closed) kills the
-/// pid's process group. All signals that can be are blocked in it, and it closes its copies
-/// of descriptors 0 to 2 (other than `read_end`), so it holds no pipe of dlock's output open.
-/// It is a fork (its own memory, so the OOM killer's choice of dlock does not end it too).
-/// Returns its pid, or -1 with errno.
-pid_t start_watchdog(int read_end, int write_end);
+/// Starts the watchdog: it reads a pid from `read_end`, then waits for one more byte; EOF
+/// instead (dlock died: every write end, `write_end` included, is closed) kills the pid's
+/// process group. All signals that can be are blocked in it, and it holds none of dlock's other
+/// descriptors, 0 to 2 included, so it holds no pipe of dlock's output open. It has its own
+/// memory (the OOM killer's choice of dlock does not end it too): the helper program at
+/// `helper` (dlock-watchdog, watchdog_main.cpp) started as the command is, or, when `helper` is
+/// null or cannot be run, a fork. Returns its pid, or -1 with errno.
+pid_t start_watchdog(int read_end, int write_end, const char* helper);
 
 }  // namespace dlock::cli
