@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -43,13 +42,12 @@ constexpr std::size_t child_stack_bytes = 64 * 1024;
   for (;;) raw_call(SYS_exit, status);
 }
 
-void* map_stack() {
-  void* stack = ::mmap(nullptr, child_stack_bytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  return stack == MAP_FAILED ? nullptr : stack;
-}
+// The children's stack. One is enough: CLONE_VFORK suspends dlock's thread until a child
+// execs or exits, and only that thread starts children. In the executable rather than mapped
+// per child: no mmap and munmap per start, and its pages fault in once.
+alignas(16) char child_stack[child_stack_bytes];
 
-void* top_of(void* stack) { return static_cast<char*>(stack) + child_stack_bytes; }
+void* top_of_stack() { return child_stack + child_stack_bytes; }
 
 int run_command(void* arg) {
   auto& start = *static_cast<command_start*>(arg);
@@ -99,17 +97,10 @@ int watch(void* arg) {
 }  // namespace
 
 pid_t start_command(command_start& start) {
-  void* stack = map_stack();
-  if (!stack) return -1;
   // CLONE_VFORK: dlock's thread waits until the child has exec'd or exited, so the child may
-  // use this stack and write exec_errno, as posix_spawn does. posix_spawn itself cannot set
+  // use the stack and write exec_errno, as posix_spawn does. posix_spawn itself cannot set
   // PR_SET_PDEATHSIG or tell the watchdog the group before exec.
-  const pid_t pid =
-      libc_clone()(run_command, top_of(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
-  const int err = errno;
-  ::munmap(stack, child_stack_bytes);
-  errno = err;
-  return pid;
+  return libc_clone()(run_command, top_of_stack(), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
 }
 
 namespace {
@@ -149,17 +140,13 @@ pid_t start_watchdog(int read_end, int write_end, const char* helper) {
   // page tables and costs dlock a copy-on-write fault for each page it writes afterwards
   // (about 35 per run), which the exec of a libc-free static file does not.
   if (helper != nullptr) {
-    void* stack = map_stack();
-    if (stack) {
-      helper_start start{.path = helper, .read_end = read_end};
-      const pid_t pid = libc_clone()(exec_helper, top_of(stack), CLONE_VM | CLONE_VFORK | SIGCHLD,
-                                     &start);
-      ::munmap(stack, child_stack_bytes);
-      if (pid > 0 && start.exec_errno == 0) return pid;
-      if (pid > 0) {
-        int status = 0;
-        ::waitpid(pid, &status, 0);
-      }
+    helper_start start{.path = helper, .read_end = read_end};
+    const pid_t pid =
+        libc_clone()(exec_helper, top_of_stack(), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+    if (pid > 0 && start.exec_errno == 0) return pid;
+    if (pid > 0) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
     }
   }
   // No helper (dlock run from elsewhere than its installation): a fork. Never clone(CLONE_VM)
