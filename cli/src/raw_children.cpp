@@ -6,10 +6,12 @@
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <linux/futex.h>
+
 #include <cerrno>
+#include <cstring>
 
 #include "exit_codes.hpp"
 #include "raw_syscall.hpp"
@@ -49,8 +51,35 @@ alignas(16) char child_stack[child_stack_bytes];
 
 void* top_of_stack() { return child_stack + child_stack_bytes; }
 
+// The watchdog's child runs beside dlock's thread until it execs (no CLONE_VFORK), so it has
+// a stack and a start record of its own, both static: nothing dlock's thread frees or reuses.
+constexpr std::size_t watchdog_stack_bytes = 16 * 1024;
+alignas(16) char watchdog_stack[watchdog_stack_bytes];
+struct {
+  char path[4096];
+  int read_end;
+  int write_end;
+} helper_start;
+
+// Nonzero (the watchdog child's tid, CLONE_PARENT_SETTID) from the watchdog's clone until its
+// child has exec'd or exited: the kernel then clears it and wakes its futex
+// (CLONE_CHILD_CLEARTID), as it does for a thread's join.
+int watchdog_sharing_memory = 0;
+
+// Waits until the watchdog has memory of its own. Until it execs it shares dlock's, and the OOM
+// killer, choosing dlock, would end it too: the command must not run (and fork) before that.
+void wait_for_watchdog_exec() {
+  for (;;) {
+    const int tid = __atomic_load_n(&watchdog_sharing_memory, __ATOMIC_ACQUIRE);
+    if (tid == 0) return;
+    // Not FUTEX_PRIVATE: the kernel's wake at exec is a shared one.
+    raw_call(SYS_futex, reinterpret_cast<long>(&watchdog_sharing_memory), FUTEX_WAIT, tid, 0);
+  }
+}
+
 int run_command(void* arg) {
   auto& start = *static_cast<command_start*>(arg);
+  wait_for_watchdog_exec();
   raw_call(SYS_setpgid, 0, 0);
   // The lock dies with dlock, so the command must too: it may not go on unprotected.
   raw_call(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
@@ -105,49 +134,47 @@ pid_t start_command(command_start& start) {
 
 namespace {
 
-struct helper_start {
-  const char* path;
-  int read_end;
-  int exec_errno = 0;
-};
-
-// The helper's child: the read end becomes its descriptor 0 (without close-on-exec), 1 and 2
+// The watchdog's child: the read end becomes its descriptor 0 (without close-on-exec), 1 and 2
 // are closed (it must not hold a pipe on dlock's output open after dlock exits), every signal
-// is blocked (Ctrl-C, Ctrl-Z or a kill of dlock's group must not end it), and it execs.
-int exec_helper(void* arg) {
-  auto& start = *static_cast<helper_start*>(arg);
+// is blocked (Ctrl-C, Ctrl-Z or a kill of dlock's group must not end it), and it execs the
+// helper. If the exec fails, a raw fork (no libc at-fork handlers run in memory shared with
+// dlock) watches instead, with its own copy of dlock's memory.
+int exec_helper(void*) {
   const unsigned long all = ~0UL;
   raw_call(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&all), 0, kernel_sigset_bytes);
-  if (start.read_end == 0) {
+  if (helper_start.read_end == 0) {
     raw_call(SYS_fcntl, 0, F_SETFD, 0);
   } else {
-    raw_call(SYS_dup3, start.read_end, 0, 0);
+    raw_call(SYS_dup3, helper_start.read_end, 0, 0);
   }
   raw_call(SYS_close, 1);
   raw_call(SYS_close, 2);
   char* const argv[] = {const_cast<char*>("dlock-watchdog"), nullptr};
   char* const envp[] = {nullptr};
-  const long failed = raw_call(SYS_execve, reinterpret_cast<long>(start.path),
-                               reinterpret_cast<long>(argv), reinterpret_cast<long>(envp));
-  start.exec_errno = static_cast<int>(-failed);
-  exit_child(127);
+  raw_call(SYS_execve, reinterpret_cast<long>(helper_start.path), reinterpret_cast<long>(argv),
+           reinterpret_cast<long>(envp));
+  if (raw_call(SYS_clone, SIGCHLD, 0, 0, 0) == 0) watch(pack(0, helper_start.write_end));
+  exit_child(0);
 }
 
 }  // namespace
 
 pid_t start_watchdog(int read_end, int write_end, const char* helper) {
-  // The helper by clone(CLONE_VM | CLONE_VFORK) and exec, as the command: a fork copies dlock's
-  // page tables and costs dlock a copy-on-write fault for each page it writes afterwards
-  // (about 35 per run), which the exec of a libc-free static file does not.
-  if (helper != nullptr) {
-    helper_start start{.path = helper, .read_end = read_end};
-    const pid_t pid =
-        libc_clone()(exec_helper, top_of_stack(), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
-    if (pid > 0 && start.exec_errno == 0) return pid;
-    if (pid > 0) {
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-    }
+  // The helper by clone(CLONE_VM) and exec: a fork copies dlock's page tables and costs dlock
+  // a copy-on-write fault for each page it writes afterwards (about 40 per run), which the exec
+  // of a libc-free static file does not. Without CLONE_VFORK dlock's thread goes on at once,
+  // and the exec overlaps with its preparation of the command, whose child waits for it.
+  if (helper != nullptr && std::strlen(helper) < sizeof helper_start.path &&
+      ::access(helper, X_OK) == 0) {
+    std::strcpy(helper_start.path, helper);
+    helper_start.read_end = read_end;
+    helper_start.write_end = write_end;
+    const pid_t pid = libc_clone()(
+        exec_helper, watchdog_stack + watchdog_stack_bytes,
+        CLONE_VM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, nullptr,
+        &watchdog_sharing_memory, nullptr, &watchdog_sharing_memory);
+    if (pid > 0) return pid;
+    watchdog_sharing_memory = 0;
   }
   // No helper (dlock run from elsewhere than its installation): a fork. Never clone(CLONE_VM)
   // without exec: a watchdog sharing dlock's memory would die with it when the OOM killer chose

@@ -3,8 +3,9 @@
 // copy-on-write faults afterwards. What it runs must not touch dlock's heap, locks or
 // thread-local state (errno): it makes raw system calls only, and its file is built without
 // sanitizer instrumentation, whose runtime keeps per-thread state the child would share with
-// dlock's thread. The watchdog, which must survive whatever kills dlock, is started the same way
-// and execs a small program of its own (or, without it, is a fork running the same kind of code).
+// dlock's thread. The watchdog, which must survive whatever kills dlock, is a clone(CLONE_VM)
+// child too (without CLONE_VFORK: it execs while dlock goes on) that execs a small program of
+// its own (or, without it, is a fork running the same kind of code).
 #pragma once
 
 #include <signal.h>
@@ -25,7 +26,8 @@ struct command_start {
 };
 
 /// Starts `start.program` in a new process group (its pid), with PR_SET_PDEATHSIG SIGKILL,
-/// returning once it has called execve (or failed: then `start.exec_errno` is set and the
+/// once the watchdog started last has memory of its own (its child waits for the watchdog's
+/// exec), returning once it has called execve (or failed: then `start.exec_errno` is set and the
 /// child exits with status 127). Returns the pid, or -1 with errno when no child was made.
 pid_t start_command(command_start& start);
 
@@ -34,8 +36,9 @@ pid_t start_command(command_start& start);
 /// process group. All signals that can be are blocked in it, and it holds none of dlock's other
 /// descriptors, 0 to 2 included, so it holds no pipe of dlock's output open. It has its own
 /// memory (the OOM killer's choice of dlock does not end it too): the helper program at
-/// `helper` (dlock-watchdog, watchdog_main.cpp) started as the command is, or, when `helper` is
-/// null or cannot be run, a fork. Returns its pid, or -1 with errno.
+/// `helper` (dlock-watchdog, watchdog_main.cpp), exec'd by a clone(CLONE_VM) child while dlock
+/// goes on (start_command waits for that exec), or, when `helper` is null or not executable,
+/// a fork. Returns its pid, or -1 with errno.
 pid_t start_watchdog(int read_end, int write_end, const char* helper);
 
 }  // namespace dlock::cli
