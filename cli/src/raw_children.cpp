@@ -65,6 +65,8 @@ struct {
 // child has exec'd or exited: the kernel then clears it and wakes its futex
 // (CLONE_CHILD_CLEARTID), as it does for a thread's join.
 int watchdog_sharing_memory = 0;
+// Set by the watchdog's child when neither its exec nor its fork worked: there is no watchdog.
+int watchdog_failed = 0;
 
 // Waits until the watchdog has memory of its own. Until it execs it shares dlock's, and the OOM
 // killer, choosing dlock, would end it too: the command must not run (and fork) before that.
@@ -80,6 +82,10 @@ void wait_for_watchdog_exec() {
 int run_command(void* arg) {
   auto& start = *static_cast<command_start*>(arg);
   wait_for_watchdog_exec();
+  if (__atomic_load_n(&watchdog_failed, __ATOMIC_ACQUIRE) != 0) {
+    start.unwatched = true;  // dlock reads it once the child is gone
+    exit_child(exit_os_error);
+  }
   raw_call(SYS_setpgid, 0, 0);
   // The lock dies with dlock, so the command must too: it may not go on unprotected.
   raw_call(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
@@ -153,7 +159,9 @@ int exec_helper(void*) {
   char* const envp[] = {nullptr};
   raw_call(SYS_execve, reinterpret_cast<long>(helper_start.path), reinterpret_cast<long>(argv),
            reinterpret_cast<long>(envp));
-  if (raw_call(SYS_clone, SIGCHLD, 0, 0, 0) == 0) watch(pack(0, helper_start.write_end));
+  const long forked = raw_call(SYS_clone, SIGCHLD, 0, 0, 0);
+  if (forked == 0) watch(pack(0, helper_start.write_end));
+  if (forked < 0) __atomic_store_n(&watchdog_failed, 1, __ATOMIC_RELEASE);
   exit_child(0);
 }
 

@@ -23,6 +23,7 @@ struct command_start {
   int terminal;             // handed to the child's group, or -1
   const sigset_t* mask;     // the command's signal mask
   int exec_errno = 0;       // set by the child when execve failed
+  bool unwatched = false;   // set by the child, which did not exec: the watchdog failed to start
 };
 
 /// Starts `start.program` in a new process group (its pid), with PR_SET_PDEATHSIG SIGKILL,

@@ -104,7 +104,7 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
   }
   pid_ = pid;
   owns_terminal_ = give_terminal;
-  if (start.exec_errno != 0) {
+  if (start.exec_errno != 0 || start.unwatched) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     pid_ = -1;
@@ -113,6 +113,10 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
     ::close(terminal_);
     terminal_ = -1;
     disarm_watchdog();
+    if (start.unwatched) {
+      throw spawn_error(exit_os_error,
+                        "dlock: cannot start the watchdog (fork failed); the command was not run");
+    }
     throw spawn_error(start.exec_errno == ENOENT ? exit_not_found : exit_not_executable,
                       "dlock: " + program + ": " + std::strerror(start.exec_errno));
   }
