@@ -85,6 +85,11 @@ void register_linked_backends() {
 
 }  // namespace
 
+std::string watchdog_helper_path() {
+  const auto directory = plugin_directory();
+  return directory.empty() ? std::string() : (directory / "dlock-watchdog").string();
+}
+
 void remember_command_line(char** argv) { command_line = argv; }
 
 void hand_over_if_networked(std::string_view url) {

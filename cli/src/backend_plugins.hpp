@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include <dlock/core.hpp>
@@ -16,6 +17,10 @@ namespace dlock::cli {
 /// this installation lacks) or option; dlock::error when a plugin is there but cannot be
 /// loaded (a client library missing); dlock::connection_error as the backend does.
 std::shared_ptr<provider> make_provider(std::string_view url);
+
+/// Where the watchdog helper, dlock-watchdog, is installed (beside the plugins); empty when
+/// dlock cannot tell where it runs from.
+std::string watchdog_helper_path();
 
 /// Keeps the command line, for hand_over_if_networked. Call it first in main().
 void remember_command_line(char** argv);

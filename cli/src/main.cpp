@@ -2,7 +2,9 @@
 //
 // One thread of ours: signals arrive on a signalfd (blocked in every thread, so the
 // provider's threads never take them), the acquire completes asynchronously into an
-// eventfd, and a lost lock rings another; main() polls the three.
+// eventfd, and a lost lock rings another; main() polls the three. Where the backend lets it
+// (provider::check_held_by_caller), main() also checks the held lock for loss itself, between
+// polls, so that holding a file lock starts no thread.
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
@@ -157,11 +159,18 @@ std::vector<std::string> token_environment(const command_line& args, std::uint64
   return env;
 }
 
+/// The loss check this thread makes while the command runs: every `period`, when the
+/// provider leaves it to the caller (provider::check_held_by_caller), else never.
+struct held_check {
+  std::shared_ptr<dlock::provider> provider;
+  std::optional<std::chrono::nanoseconds> period;
+};
+
 template <typename Held>
 int wait_and_supervise(const command_line& args, const sigset_t& original_mask, int signal_fd,
                        const std::string& where, clock_type::time_point started,
                        std::stop_source& stop, std::shared_ptr<acquire_result<Held>> result,
-                       std::shared_ptr<owned_fd> acquired_event);
+                       std::shared_ptr<owned_fd> acquired_event, const held_check& check);
 
 /// One attempt on this thread (`-n` on a local backend, file or memory, whose attempt is a
 /// few system calls): no hop to the provider's thread, which on a busy machine may wait for a
@@ -213,6 +222,9 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   const auto started = clock_type::now();
   std::shared_ptr<dlock::provider> provider = make_provider(args.url);
   const std::string where = std::string(provider->scheme()) + " " + provider->endpoint();
+  // This thread waits for the command anyway: it checks the lock for loss too, where the
+  // backend can leave that to it, so that holding the lock starts no thread.
+  const held_check check{provider, provider->check_held_by_caller()};
 
   auto acquired_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (acquired_event->get() < 0) {
@@ -226,19 +238,19 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
     if (args.value) election = election.with_value(*args.value);
     election.async_try_campaign(timeout, stop.get_token(), storing_into(result, acquired_event));
     return wait_and_supervise(args, original_mask, signal_fd, where, started, stop, result,
-                              acquired_event);
+                              acquired_event, check);
   }
   auto result = std::make_shared<acquire_result<dlock::lock_handle>>();
   start_locking(args, *provider, timeout, stop.get_token(), result, acquired_event);
   return wait_and_supervise(args, original_mask, signal_fd, where, started, stop, result,
-                            acquired_event);
+                            acquired_event, check);
 }
 
 template <typename Held>
 int wait_and_supervise(const command_line& args, const sigset_t& original_mask, int signal_fd,
                        const std::string& where, clock_type::time_point started,
                        std::stop_source& stop, std::shared_ptr<acquire_result<Held>> result,
-                       std::shared_ptr<owned_fd> acquired_event) {
+                       std::shared_ptr<owned_fd> acquired_event, const held_check& check) {
   auto lost_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (lost_event->get() < 0) {
     throw std::system_error(errno, std::generic_category(), "dlock: eventfd");
@@ -298,7 +310,8 @@ int wait_and_supervise(const command_line& args, const sigset_t& original_mask, 
 
   std::optional<supervised_child> child;
   try {
-    child.emplace(args.command, token_environment(args, token), original_mask);
+    child.emplace(args.command, token_environment(args, token), original_mask,
+                  watchdog_helper_path());
   } catch (const spawn_error& e) {
     std::cerr << e.what() << "\n";
     return e.exit_code;
@@ -321,15 +334,32 @@ int wait_and_supervise(const command_line& args, const sigset_t& original_mask, 
       kill_deadline.reset();
     }
   };
+  std::optional<clock_type::time_point> next_check;
+  if (check.period) next_check = clock_type::now() + *check.period;
+  // True when this thread's check, due now, found the lock lost.
+  auto checked_lost = [&] {
+    if (!next_check || clock_type::now() < *next_check) return false;
+    check.provider->check_held_locks();
+    next_check = clock_type::now() + *check.period;
+    return handle->lost();
+  };
+  auto earliest = [](std::optional<clock_type::time_point> a,
+                     std::optional<clock_type::time_point> b) {
+    return a && b ? std::min(*a, *b) : a ? a : b;
+  };
   while (true) {
     if (auto status = child->try_reap()) {
       wait_status = *status;
       break;
     }
-    wait_readable(running, kill_deadline);
+    wait_readable(running, earliest(kill_deadline, lost ? std::nullopt : next_check));
     forward_signals();
-    if ((running[1].revents & POLLIN) && !lost) {
+    bool lost_now = false;
+    if (running[1].revents & POLLIN) {
       drain(lost_event->get());
+      lost_now = true;
+    }
+    if (!lost && (checked_lost() || lost_now)) {
       lost = true;
       const bool held_too_long =
           args.max_hold && clock_type::now() - granted_at >= *args.max_hold;

@@ -1,53 +1,24 @@
 #include "raw_children.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/futex.h>
+
 #include <cerrno>
+#include <cstring>
 
 #include "exit_codes.hpp"
+#include "raw_syscall.hpp"
+#include "watchdog_watch.hpp"
 
 namespace dlock::cli {
 namespace {
-
-// A system call that leaves errno alone: errno lives in the thread-local storage of the
-// dlock thread that made the child, which a CLONE_VM child shares. (The watchdog, a fork,
-// makes the same calls: it too may only make async-signal-safe ones.)
-#if defined(__x86_64__)
-[[gnu::always_inline]] inline long raw_call(long number, long a = 0, long b = 0, long c = 0,
-                                            long d = 0) {
-  long result;
-  register long r10 asm("r10") = d;
-  asm volatile("syscall"
-               : "=a"(result)
-               : "a"(number), "D"(a), "S"(b), "d"(c), "r"(r10)
-               : "rcx", "r11", "memory");
-  return result;
-}
-#elif defined(__aarch64__)
-[[gnu::always_inline]] inline long raw_call(long number, long a = 0, long b = 0, long c = 0,
-                                            long d = 0) {
-  register long x8 asm("x8") = number;
-  register long x0 asm("x0") = a;
-  register long x1 asm("x1") = b;
-  register long x2 asm("x2") = c;
-  register long x3 asm("x3") = d;
-  asm volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3) : "memory");
-  return x0;
-}
-#else
-// Elsewhere libc's syscall(), which sets errno on failure: harmless in the command's child,
-// since dlock's thread is suspended until it execs.
-inline long raw_call(long number, long a = 0, long b = 0, long c = 0, long d = 0) {
-  const long result = ::syscall(number, a, b, c, d);
-  return result == -1 ? -errno : result;
-}
-#endif
 
 // ThreadSanitizer intercepts clone() and runs its own bookkeeping in the child, which a
 // CLONE_VM child must not do (it would update the runtime's state of dlock's thread): under
@@ -73,16 +44,48 @@ constexpr std::size_t child_stack_bytes = 64 * 1024;
   for (;;) raw_call(SYS_exit, status);
 }
 
-void* map_stack() {
-  void* stack = ::mmap(nullptr, child_stack_bytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  return stack == MAP_FAILED ? nullptr : stack;
-}
+// The children's stack. One is enough: CLONE_VFORK suspends dlock's thread until a child
+// execs or exits, and only that thread starts children. In the executable rather than mapped
+// per child: no mmap and munmap per start, and its pages fault in once.
+alignas(16) char child_stack[child_stack_bytes];
 
-void* top_of(void* stack) { return static_cast<char*>(stack) + child_stack_bytes; }
+void* top_of_stack() { return child_stack + child_stack_bytes; }
+
+// The watchdog's child runs beside dlock's thread until it execs (no CLONE_VFORK), so it has
+// a stack and a start record of its own, both static: nothing dlock's thread frees or reuses.
+constexpr std::size_t watchdog_stack_bytes = 16 * 1024;
+alignas(16) char watchdog_stack[watchdog_stack_bytes];
+struct {
+  char path[4096];
+  int read_end;
+  int write_end;
+} helper_start;
+
+// Nonzero (the watchdog child's tid, CLONE_PARENT_SETTID) from the watchdog's clone until its
+// child has exec'd or exited: the kernel then clears it and wakes its futex
+// (CLONE_CHILD_CLEARTID), as it does for a thread's join.
+int watchdog_sharing_memory = 0;
+// Set by the watchdog's child when neither its exec nor its fork worked: there is no watchdog.
+int watchdog_failed = 0;
+
+// Waits until the watchdog has memory of its own. Until it execs it shares dlock's, and the OOM
+// killer, choosing dlock, would end it too: the command must not run (and fork) before that.
+void wait_for_watchdog_exec() {
+  for (;;) {
+    const int tid = __atomic_load_n(&watchdog_sharing_memory, __ATOMIC_ACQUIRE);
+    if (tid == 0) return;
+    // Not FUTEX_PRIVATE: the kernel's wake at exec is a shared one.
+    raw_call(SYS_futex, reinterpret_cast<long>(&watchdog_sharing_memory), FUTEX_WAIT, tid, 0);
+  }
+}
 
 int run_command(void* arg) {
   auto& start = *static_cast<command_start*>(arg);
+  wait_for_watchdog_exec();
+  if (__atomic_load_n(&watchdog_failed, __ATOMIC_ACQUIRE) != 0) {
+    start.unwatched = true;  // dlock reads it once the child is gone
+    exit_child(exit_os_error);
+  }
   raw_call(SYS_setpgid, 0, 0);
   // The lock dies with dlock, so the command must too: it may not go on unprotected.
   raw_call(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
@@ -104,18 +107,6 @@ int run_command(void* arg) {
   exit_child(exit_not_found);
 }
 
-bool read_fully(int fd, void* into, long size) {
-  auto* at = static_cast<char*>(into);
-  long have = 0;
-  while (have < size) {
-    const long got = raw_call(SYS_read, fd, reinterpret_cast<long>(at + have), size - have);
-    if (got == -EINTR) continue;
-    if (got <= 0) return false;
-    have += got;
-  }
-  return true;
-}
-
 // The pipe's two ends, packed into one argument.
 void* pack(int read_end, int write_end) {
   return reinterpret_cast<void*>((static_cast<unsigned long>(write_end) << 32) |
@@ -134,33 +125,68 @@ int watch(void* arg) {
   for (int std_fd = 0; std_fd <= 2; ++std_fd) {
     if (std_fd != fd) raw_call(SYS_close, std_fd);
   }
-  pid_t group = 0;
-  if (!read_fully(fd, &group, sizeof group)) exit_child(0);  // no command was started
-  char verdict = 0;
-  if (!read_fully(fd, &verdict, 1)) raw_call(SYS_kill, -group, SIGKILL);  // dlock died
+  watch_group(fd);
   exit_child(0);
 }
 
 }  // namespace
 
 pid_t start_command(command_start& start) {
-  void* stack = map_stack();
-  if (!stack) return -1;
   // CLONE_VFORK: dlock's thread waits until the child has exec'd or exited, so the child may
-  // use this stack and write exec_errno, as posix_spawn does. posix_spawn itself cannot set
+  // use the stack and write exec_errno, as posix_spawn does. posix_spawn itself cannot set
   // PR_SET_PDEATHSIG or tell the watchdog the group before exec.
-  const pid_t pid =
-      libc_clone()(run_command, top_of(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
-  const int err = errno;
-  ::munmap(stack, child_stack_bytes);
-  errno = err;
-  return pid;
+  return libc_clone()(run_command, top_of_stack(), CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
 }
 
-pid_t start_watchdog(int read_end, int write_end) {
-  // fork, not clone(CLONE_VM): a watchdog sharing dlock's memory would die with it when the
-  // OOM killer chose dlock (it kills every process of the victim's memory), and the command's
-  // group would go on. Tried: the shared one saved about 45 page faults per run.
+namespace {
+
+// The watchdog's child: the read end becomes its descriptor 0 (without close-on-exec), 1 and 2
+// are closed (it must not hold a pipe on dlock's output open after dlock exits), every signal
+// is blocked (Ctrl-C, Ctrl-Z or a kill of dlock's group must not end it), and it execs the
+// helper. If the exec fails, a raw fork (no libc at-fork handlers run in memory shared with
+// dlock) watches instead, with its own copy of dlock's memory.
+int exec_helper(void*) {
+  const unsigned long all = ~0UL;
+  raw_call(SYS_rt_sigprocmask, SIG_BLOCK, reinterpret_cast<long>(&all), 0, kernel_sigset_bytes);
+  if (helper_start.read_end == 0) {
+    raw_call(SYS_fcntl, 0, F_SETFD, 0);
+  } else {
+    raw_call(SYS_dup3, helper_start.read_end, 0, 0);
+  }
+  raw_call(SYS_close, 1);
+  raw_call(SYS_close, 2);
+  char* const argv[] = {const_cast<char*>("dlock-watchdog"), nullptr};
+  char* const envp[] = {nullptr};
+  raw_call(SYS_execve, reinterpret_cast<long>(helper_start.path), reinterpret_cast<long>(argv),
+           reinterpret_cast<long>(envp));
+  const long forked = raw_call(SYS_clone, SIGCHLD, 0, 0, 0);
+  if (forked == 0) watch(pack(0, helper_start.write_end));
+  if (forked < 0) __atomic_store_n(&watchdog_failed, 1, __ATOMIC_RELEASE);
+  exit_child(0);
+}
+
+}  // namespace
+
+pid_t start_watchdog(int read_end, int write_end, const char* helper) {
+  // The helper by clone(CLONE_VM) and exec: a fork copies dlock's page tables and costs dlock
+  // a copy-on-write fault for each page it writes afterwards (about 40 per run), which the exec
+  // of a libc-free static file does not. Without CLONE_VFORK dlock's thread goes on at once,
+  // and the exec overlaps with its preparation of the command, whose child waits for it.
+  if (helper != nullptr && std::strlen(helper) < sizeof helper_start.path &&
+      ::access(helper, X_OK) == 0) {
+    std::strcpy(helper_start.path, helper);
+    helper_start.read_end = read_end;
+    helper_start.write_end = write_end;
+    const pid_t pid = libc_clone()(
+        exec_helper, watchdog_stack + watchdog_stack_bytes,
+        CLONE_VM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | SIGCHLD, nullptr,
+        &watchdog_sharing_memory, nullptr, &watchdog_sharing_memory);
+    if (pid > 0) return pid;
+    watchdog_sharing_memory = 0;
+  }
+  // No helper (dlock run from elsewhere than its installation): a fork. Never clone(CLONE_VM)
+  // without exec: a watchdog sharing dlock's memory would die with it when the OOM killer chose
+  // dlock (it kills every process of the victim's memory), and the command's group would go on.
   const pid_t pid = ::fork();
   if (pid == 0) exit_child(watch(pack(read_end, write_end)));
   return pid;

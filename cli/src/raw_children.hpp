@@ -3,8 +3,9 @@
 // copy-on-write faults afterwards. What it runs must not touch dlock's heap, locks or
 // thread-local state (errno): it makes raw system calls only, and its file is built without
 // sanitizer instrumentation, whose runtime keeps per-thread state the child would share with
-// dlock's thread. The watchdog, which must survive whatever kills dlock, is a fork running the
-// same kind of code.
+// dlock's thread. The watchdog, which must survive whatever kills dlock, is a clone(CLONE_VM)
+// child too (without CLONE_VFORK: it execs while dlock goes on) that execs a small program of
+// its own (or, without it, is a fork running the same kind of code).
 #pragma once
 
 #include <signal.h>
@@ -22,19 +23,23 @@ struct command_start {
   int terminal;             // handed to the child's group, or -1
   const sigset_t* mask;     // the command's signal mask
   int exec_errno = 0;       // set by the child when execve failed
+  bool unwatched = false;   // set by the child, which did not exec: the watchdog failed to start
 };
 
 /// Starts `start.program` in a new process group (its pid), with PR_SET_PDEATHSIG SIGKILL,
-/// returning once it has called execve (or failed: then `start.exec_errno` is set and the
+/// once the watchdog started last has memory of its own (its child waits for the watchdog's
+/// exec), returning once it has called execve (or failed: then `start.exec_errno` is set and the
 /// child exits with status 127). Returns the pid, or -1 with errno when no child was made.
 pid_t start_command(command_start& start);
 
-/// Starts the watchdog: it closes its copy of `write_end`, reads a pid from `read_end`, then
-/// waits for one more byte; EOF instead (dlock died: every write end is closed) kills the
-/// pid's process group. All signals that can be are blocked in it, and it closes its copies
-/// of descriptors 0 to 2 (other than `read_end`), so it holds no pipe of dlock's output open.
-/// It is a fork (its own memory, so the OOM killer's choice of dlock does not end it too).
-/// Returns its pid, or -1 with errno.
-pid_t start_watchdog(int read_end, int write_end);
+/// Starts the watchdog: it reads a pid from `read_end`, then waits for one more byte; EOF
+/// instead (dlock died: every write end, `write_end` included, is closed) kills the pid's
+/// process group. All signals that can be are blocked in it, and it holds none of dlock's other
+/// descriptors, 0 to 2 included, so it holds no pipe of dlock's output open. It has its own
+/// memory (the OOM killer's choice of dlock does not end it too): the helper program at
+/// `helper` (dlock-watchdog, watchdog_main.cpp), exec'd by a clone(CLONE_VM) child while dlock
+/// goes on (start_command waits for that exec), or, when `helper` is null or not executable,
+/// a fork. Returns its pid, or -1 with errno.
+pid_t start_watchdog(int read_end, int write_end, const char* helper);
 
 }  // namespace dlock::cli

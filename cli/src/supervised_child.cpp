@@ -61,7 +61,8 @@ bool in_foreground_of(int terminal) {
 
 supervised_child::supervised_child(const std::vector<std::string>& command,
                                    const std::vector<std::string>& extra_env,
-                                   const sigset_t& child_mask) {
+                                   const sigset_t& child_mask,
+                                   const std::string& watchdog_helper) {
   const std::string program = resolve_command(command.at(0));
   std::vector<char*> argv;
   for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -83,7 +84,7 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
 
   // The watchdog starts first; the child tells it the command's group before exec, so there
   // is no moment when a command could fork and dlock die unwatched.
-  start_watchdog();
+  start_watchdog(watchdog_helper);
   terminal_ = open_controlling_terminal();
   const bool give_terminal = in_foreground_of(terminal_);
   command_start start{.program = program.c_str(),
@@ -103,7 +104,7 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
   }
   pid_ = pid;
   owns_terminal_ = give_terminal;
-  if (start.exec_errno != 0) {
+  if (start.exec_errno != 0 || start.unwatched) {
     int status = 0;
     ::waitpid(pid, &status, 0);
     pid_ = -1;
@@ -112,17 +113,21 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
     ::close(terminal_);
     terminal_ = -1;
     disarm_watchdog();
+    if (start.unwatched) {
+      throw spawn_error(exit_os_error,
+                        "dlock: cannot start the watchdog (fork failed); the command was not run");
+    }
     throw spawn_error(start.exec_errno == ENOENT ? exit_not_found : exit_not_executable,
                       "dlock: " + program + ": " + std::strerror(start.exec_errno));
   }
 }
 
-void supervised_child::start_watchdog() {
+void supervised_child::start_watchdog(const std::string& helper) {
   int ends[2];
   if (::pipe2(ends, O_CLOEXEC) != 0) {
     throw spawn_error(exit_os_error, std::string("dlock: pipe: ") + std::strerror(errno));
   }
-  const pid_t watchdog = dlock::cli::start_watchdog(ends[0], ends[1]);
+  const pid_t watchdog = dlock::cli::start_watchdog(ends[0], ends[1], helper.empty() ? nullptr : helper.c_str());
   const int err = errno;
   ::close(ends[0]);
   if (watchdog < 0) {

@@ -27,9 +27,11 @@ class supervised_child {
   ///
   /// A watchdog process is started beside it: if dlock dies without calling disarm_watchdog()
   /// (SIGKILL, a crash), the watchdog kills the whole group, grandchildren included, so no
-  /// part of the command runs on without the lock. Throws spawn_error.
+  /// part of the command runs on without the lock. It runs `watchdog_helper` (the installed
+  /// dlock-watchdog; empty or missing: a fork of dlock instead). Throws spawn_error.
   supervised_child(const std::vector<std::string>& command,
-                   const std::vector<std::string>& extra_env, const sigset_t& child_mask);
+                   const std::vector<std::string>& extra_env, const sigset_t& child_mask,
+                   const std::string& watchdog_helper);
   /// Gives the terminal back to dlock's process group if the command had it.
   ~supervised_child();
   supervised_child(const supervised_child&) = delete;
@@ -50,7 +52,7 @@ class supervised_child {
   void disarm_watchdog();
 
  private:
-  void start_watchdog();
+  void start_watchdog(const std::string& helper);
   void follow_stop();
 
   pid_t pid_ = -1;

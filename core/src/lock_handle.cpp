@@ -107,12 +107,14 @@ std::stop_token lock_handle::lost_token() const noexcept {
 
 void lock_handle::on_lost(std::function<void()> callback) {
   if (!state_) return;
-  auto executor = state_->service->backend().executor();
   std::lock_guard lock(state_->callbacks_mutex);
   if (!state_->callbacks_open) state_->callbacks_open = std::make_shared<detail::callbacks_gate>();
-  std::function<void()> post_callback = [executor, callback = std::move(callback),
+  // The executor is asked for only when the loss is found: asking starts the provider's
+  // thread, which a holder whose losses are checked on its own thread (the dlock command,
+  // provider::check_held_by_caller) would otherwise start for nothing.
+  std::function<void()> post_callback = [service = state_->service, callback = std::move(callback),
                                          gate = state_->callbacks_open] {
-    boost::asio::post(executor, [callback, gate] {
+    boost::asio::post(service->backend().executor(), [callback, gate] {
       std::lock_guard lock(gate->mutex);
       if (gate->open) callback();
     });

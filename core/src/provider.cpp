@@ -85,6 +85,11 @@ void provider::break_lock(std::string_view name) {
   service_->backend().break_lock(std::string(name));
 }
 
+std::optional<std::chrono::nanoseconds> provider::check_held_by_caller() {
+  return service_->backend().check_held_by_caller();
+}
+void provider::check_held_locks() { service_->backend().check_held_locks(); }
+
 std::string_view provider::scheme() const noexcept { return service_->backend().scheme(); }
 std::string provider::endpoint() const { return service_->backend().endpoint(); }
 boost::asio::any_io_executor provider::get_executor() const {

@@ -339,10 +339,16 @@ void file_backend::add_held(const std::string& file, file_lease* lease) {
   {
     std::lock_guard lock(held_mutex_);
     held_.emplace(file, lease);
-    first = !monitor_armed_;
-    monitor_armed_ = true;
+    first = !monitor_armed_ && !caller_checks_;
+    monitor_armed_ = monitor_armed_ || first;
   }
   if (first) arm_monitor();
+}
+
+std::optional<std::chrono::nanoseconds> file_backend::check_held_by_caller() {
+  std::lock_guard lock(held_mutex_);
+  caller_checks_ = true;
+  return options_.monitor_period;
 }
 
 void file_backend::remove_held(const std::string& file, file_lease* lease) {

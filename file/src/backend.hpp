@@ -24,7 +24,8 @@ namespace dlock::file::detail {
 class file_acquire;
 class file_lease;
 
-/// The lock directory. Held locks are checked every monitor_period, from the first grant on.
+/// The lock directory. Held locks are checked every monitor_period, from the first grant on,
+/// on the provider's thread, or by the caller after check_held_by_caller().
 /// From the provider's first wait on, the directory is watched with inotify: waiters wake when a lock file is closed (a
 /// holder released or died), and held locks are checked at once when a file is removed or
 /// renamed. The watch is not made sooner because a process that ever had one pays for its
@@ -43,6 +44,9 @@ class file_backend final : public dlock::backend,
   bool acquires_inline() const noexcept override { return true; }
   bool acquires_inline_locally() const noexcept override { return true; }
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
+  /// The monitor's check, by the caller from now on: no monitor is armed at later grants.
+  std::optional<std::chrono::nanoseconds> check_held_by_caller() override;
+  void check_held_locks() override { check_held(nullptr); }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
@@ -106,6 +110,7 @@ class file_backend final : public dlock::backend,
   std::mutex held_mutex_;
   std::unordered_multimap<std::string, file_lease*> held_;
   bool monitor_armed_ = false;  // under held_mutex_
+  bool caller_checks_ = false;  // under held_mutex_: check_held_by_caller() was called
   std::mutex leader_watches_mutex_;
   std::unordered_multimap<std::string, std::shared_ptr<watch_callback>> leader_watches_;
 };

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "backend.hpp"
@@ -69,6 +71,19 @@ bool process_gone(pid_t pid) {
   std::string pid_field, command, state;
   // A zombie nobody reaps (we are not its parent) has ended all the same.
   return !(stat >> pid_field >> command >> state) || state == "Z";
+}
+
+/// The programs `parent`'s children run (their /proc/PID/exe), by pid.
+std::vector<std::string> programs_of_children(pid_t parent) {
+  const auto task = "/proc/" + std::to_string(parent) + "/task/" + std::to_string(parent);
+  std::ifstream children(task + "/children");
+  std::vector<std::string> programs;
+  for (pid_t child = 0; children >> child;) {
+    std::error_code ec;
+    programs.push_back(
+        std::filesystem::read_symlink("/proc/" + std::to_string(child) + "/exe", ec).string());
+  }
+  return programs;
 }
 
 }  // namespace
@@ -202,6 +217,18 @@ TEST_CASE("the command and its whole group die with a dlock killed by SIGKILL",
   dlock.signal(SIGKILL);
   REQUIRE(dlock.wait(10s));
   CHECK(wait_until([&] { return process_gone(command) && process_gone(grandchild); }, 10s));
+}
+
+TEST_CASE("the watchdog is the small dlock-watchdog program, not a copy of dlock",
+          "[contract][cli]") {
+  // A copy (fork) of dlock works too, but costs every run its page tables: the installation
+  // (and the build tree) must have the helper beside the plugins.
+  holding_dlock holder({}, unique_name("cli-watchdog"));
+  const auto programs = programs_of_children(holder.process.pid());
+  CHECK(std::count_if(programs.begin(), programs.end(), [](const std::string& program) {
+          return program.ends_with("/dlock-watchdog");
+        }) == 1);
+  CHECK(holder.finish() == 0);
 }
 
 TEST_CASE("after a loss, group members that ignore SIGTERM are killed after the grace period",

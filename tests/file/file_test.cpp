@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
 #include <string>
@@ -133,6 +134,24 @@ TEST_CASE("a lock whose file an operator deletes is lost, and the name is free a
   std::filesystem::remove(files->lock_file_path("job"));
   CHECK(support::wait_until([&] { return held->lost(); }, 5s));
   CHECK(files_in(dir.path())->create_lock("job").try_acquire());
+}
+
+TEST_CASE("a holder that checks its locks itself finds a deleted file lost at its check",
+          "[file][lost]") {
+  support::temp_directory dir;
+  auto files = std::make_shared<dlock::file::provider>(
+      dlock::file::options{.directory = dir.path(), .monitor_period = 250ms});
+  CHECK(files->check_held_by_caller() == std::optional<std::chrono::nanoseconds>(250ms));
+  auto held = files->create_lock("job").try_acquire();
+  REQUIRE(held);
+  std::atomic<bool> told{false};
+  held->on_lost([&] { told = true; });
+  files->check_held_locks();
+  CHECK_FALSE(held->lost());
+  std::filesystem::remove(files->lock_file_path("job"));
+  files->check_held_locks();
+  CHECK(held->lost());  // at once: the check ran on this thread
+  CHECK(support::wait_until([&] { return told.load(); }, 5s));
 }
 
 TEST_CASE("a fencing counter left locked by a stopped process fails the grant, not the thread",

@@ -159,6 +159,16 @@ class backend {
   /// std::invalid_argument).
   virtual std::optional<std::uint32_t> current_count(const acquire_request& request);
 
+  /// For provider::check_held_by_caller(): from now on the backend leaves the periodic loss
+  /// check of its held locks to check_held_locks(), which the caller calls at least once per
+  /// returned period. std::nullopt (the default): the backend's loss detection needs its own
+  /// thread (sessions, extensions, watches at a server) and nothing changes.
+  virtual std::optional<std::chrono::nanoseconds> check_held_by_caller() { return std::nullopt; }
+
+  /// Checks every held lock for loss now, on the calling thread (any thread), marking the
+  /// lost ones lost. Called only after check_held_by_caller() returned a period.
+  virtual void check_held_locks() {}
+
   /// What provider::health() reports (the default: healthy, for backends that keep nothing
   /// that can break, like file and memory). Thread-safe; cheap (no round trip): it reports
   /// what the backend's monitors last found.
