@@ -1,6 +1,6 @@
 // dlock-watchdog: the process that kills the command's group if dlock dies
-// (supervised_child.hpp). dlock starts it with clone(CLONE_VM | CLONE_VFORK) and exec, as it
-// starts the command: it has its own memory (the OOM killer, choosing dlock, kills every process
+// (supervised_child.hpp). dlock starts it with clone(CLONE_VM) and exec (raw_children.cpp;
+// without CLONE_VFORK, so dlock goes on while it starts): once exec'd it has its own memory (the OOM killer, choosing dlock, kills every process
 // sharing dlock's), and starting it copies none of dlock's page tables, as a fork would. So that
 // the exec is cheap it has no libc, no loader and no C++ runtime: a few raw system calls, linked
 // static (cli/CMakeLists.txt). Its descriptor 0 is the read end of dlock's pipe; dlock closed
