@@ -108,9 +108,10 @@ class postgres_backend final : public dlock::backend,
                                                  const advisory_key& key,
                                                  const caller_sessions::session_ptr& session,
                                                  const std::string& slot, std::uint64_t token);
+  std::unique_ptr<lease> attempt_on_caller_session(const acquire_request& request, int wakeup);
   std::unique_ptr<lease> wait_on_caller_session(const acquire_request& request,
                                                 const caller_sessions::session_ptr& session,
-                                                const std::stop_token& stop);
+                                                int woken_by_stop);
   std::unique_ptr<lease> release_granted_in_race(const acquire_request& request,
                                                  const advisory_key& key,
                                                  const caller_sessions::session_ptr& session);

@@ -60,23 +60,23 @@ void caller_sessions::start() {
 }
 
 caller_sessions::session_ptr caller_sessions::check_out(const std::string& resource,
-                                                        std::string& why) {
+                                                        std::string& why, int wakeup) {
   return check_out_where(
       [&](const caller_session& session) {
         const bool full =
             locks_per_session_ != 0 && session.grants.size() >= locks_per_session_;
         return !full && !session.grants.holds(resource);
       },
-      why);
+      why, wakeup);
 }
 
-caller_sessions::session_ptr caller_sessions::check_out_for_wait(std::string& why) {
+caller_sessions::session_ptr caller_sessions::check_out_for_wait(std::string& why, int wakeup) {
   return check_out_where([](const caller_session& session) { return session.grants.empty(); },
-                         why);
+                         why, wakeup);
 }
 
 caller_sessions::session_ptr caller_sessions::check_out_where(
-    const std::function<bool(const caller_session&)>& usable, std::string& why) {
+    const std::function<bool(const caller_session&)>& usable, std::string& why, int wakeup) {
   {
     std::unique_lock lock(mutex_);
     const auto stop_waiting =
@@ -99,7 +99,7 @@ caller_sessions::session_ptr caller_sessions::check_out_where(
     }
   }
   const auto deadline = std::chrono::steady_clock::now() + connect_timeout_;
-  PGconn* conn = connect_blocking(parameters_, endpoint_, deadline, why);
+  PGconn* conn = connect_blocking(parameters_, endpoint_, deadline, why, wakeup);
   if (!conn) return nullptr;
   std::string backend_start;
   if (why = prepare_(conn, deadline, backend_start); !why.empty()) {

@@ -93,12 +93,13 @@ class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
 
   /// A session checked out for an attempt of `resource`, opened (blocking, at most
   /// connect_timeout) when none is free; nullptr with the reason in `why` when none can be
-  /// opened. Callers' threads.
-  session_ptr check_out(const std::string& resource, std::string& why);
+  /// opened, with `why` empty when the descriptor `wakeup` (-1: none) became readable while
+  /// it connected (a stop request). Callers' threads.
+  session_ptr check_out(const std::string& resource, std::string& why, int wakeup = -1);
 
   /// The same for a wait, which keeps its session busy until it ends: one that holds nothing
   /// (a release of its grants would wait for the wait).
-  session_ptr check_out_for_wait(std::string& why);
+  session_ptr check_out_for_wait(std::string& why, int wakeup);
 
   /// A caller's thread waits on a session from `since` (until wait_ended()): the io thread
   /// then asks the server for an answer at every tick of the keepalive, on another session,
@@ -134,7 +135,7 @@ class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
 
  private:
   session_ptr check_out_where(const std::function<bool(const caller_session&)>& usable,
-                              std::string& why);
+                              std::string& why, int wakeup);
   void heard() noexcept;
   void schedule();
   void probe();

@@ -90,22 +90,26 @@ class wait_counted {
 
 std::unique_ptr<lease> postgres_backend::acquire_waiting_inline(const acquire_request& request,
                                                                 std::stop_token stop) {
+  // From the start: a stop also ends the opening of a session (a connect takes a fork at the
+  // server), which the attempt or the wait may need.
+  stop_wakeup wakeup(stop);
   acquire_request attempt = request;
   attempt.wait = false;
-  if (auto granted = try_acquire_inline(attempt)) return granted;
+  if (auto granted = attempt_on_caller_session(attempt, wakeup.fd())) return granted;
   if (stop.stop_requested() || clock_type::now() >= request.deadline) return nullptr;
   events().acquire_waiting();
   std::string why;
-  auto session = callers_->check_out_for_wait(why);
+  auto session = callers_->check_out_for_wait(why, wakeup.fd());
+  if (!session && why.empty()) return nullptr;
   if (!session) throw connection_error(message(why, request.name));
-  return wait_on_caller_session(request, session, stop);
+  return wait_on_caller_session(request, session, wakeup.fd());
 }
 
-// The wait itself, on the checked-out `session`: its grant, or nullptr (stopped, timed out),
-// with the session checked in or given up.
+// The wait itself, on the checked-out `session`: its grant, or nullptr (stopped: `woken_by_stop`
+// became readable; timed out), with the session checked in or given up.
 std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     const acquire_request& request, const caller_sessions::session_ptr& session,
-    const std::stop_token& stop) {
+    int woken_by_stop) {
   const advisory_key key = key_of(request);
   const auto began = clock_type::now();
   wait_counted counted(*callers_);
@@ -137,7 +141,6 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
                        owners_);
   if (!PQsendQuery(conn, sql.c_str())) return fail(broken_connection(conn));
 
-  stop_wakeup wakeup(stop);
   bool stop_seen = false;
   std::optional<clock_type::time_point> stopped_at;  // by a stop before the deadline
   bool cancel_sent = false;
@@ -200,7 +203,7 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     if (stopped_at) wake_at = std::min(wake_at, *stopped_at + stop_grace);
 
     pollfd fds[2] = {{PQsocket(conn), static_cast<short>(flushed > 0 ? POLLOUT : POLLIN), 0},
-                     {stop_seen ? -1 : wakeup.fd(), POLLIN, 0}};
+                     {stop_seen ? -1 : woken_by_stop, POLLIN, 0}};
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_at - now).count();
     const int ready = ::poll(fds, 2, static_cast<int>(std::max<long long>(left, 0)));
     if (ready < 0 && errno != EINTR) {

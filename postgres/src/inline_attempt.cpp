@@ -16,6 +16,12 @@
 namespace dlock::postgres::detail {
 
 std::unique_ptr<lease> postgres_backend::try_acquire_inline(const acquire_request& request) {
+  return attempt_on_caller_session(request, -1);
+}
+
+// nullptr too when `wakeup` became readable while a session was opened (a stop request).
+std::unique_ptr<lease> postgres_backend::attempt_on_caller_session(const acquire_request& request,
+                                                                   int wakeup) {
   check_slot_count(request, max_semaphore_slots);
   const advisory_key key = key_of(request);
   const std::string resource = resource_of(request, key);
@@ -23,7 +29,8 @@ std::unique_ptr<lease> postgres_backend::try_acquire_inline(const acquire_reques
       record_grant_sql(attempt_sql(request, key, token_expression_), request, key, owners_);
   for (int tries = 0;; ++tries) {
     std::string why;
-    auto session = callers_->check_out(resource, why);
+    auto session = callers_->check_out(resource, why, wakeup);
+    if (!session && why.empty()) return nullptr;
     if (!session) throw connection_error(message(why, request.name));
     const bool reused = !session->fresh;
     session->fresh = false;
