@@ -3,9 +3,9 @@
 // Where to start: a blocking acquire makes its attempt on the caller's thread
 // (try_acquire_inline, inline_attempt.cpp) on a caller-driven session (caller_sessions.hpp),
 // and a lock's wait too (acquire_waiting_inline, caller_wait.cpp); their grants are
-// caller_leases. Everything else (async acquires, semaphores' waits) is a pg_acquire (acquire.hpp), one acquire
-// from attempt to grant on the session_pool's sessions, which a keepalive probes, whose grant
-// is a pg_lease. The SQL is in sql.hpp; a pooled session is a pg_connection over libpq's
+// caller_leases. Everything else (async acquires, semaphores' waits) is a pg_acquire
+// (acquire.hpp), one acquire from attempt to grant on the session_pool's sessions, which a
+// keepalive probes, whose grant is a pg_lease. The SQL is in sql.hpp; a pooled session is a pg_connection over libpq's
 // asynchronous calls.
 #pragma once
 

@@ -188,7 +188,9 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
       callers_->give_up(session);
       return nullptr;
     }
-    if (now >= give_up_at) return no_answer("no answer within connect_timeout after the deadline");
+    if (now >= give_up_at) {
+      return no_answer("no answer within connect_timeout after the deadline");
+    }
     if (callers_->silent_for_wait(began)) {
       return no_answer("no answer from the server to a keepalive within one period");
     }
@@ -231,8 +233,10 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     callers_->give_up(session);
     return nullptr;
   }
-  if (r.ok()) return grant_on_caller_session(request, key, session, "0",
-                                             std::stoull(r.value(1).value_or("0")));
+  if (r.ok()) {
+    return grant_on_caller_session(request, key, session, "0",
+                                   std::stoull(r.value(1).value_or("0")));
+  }
   if (r.sqlstate == "55P03" || r.sqlstate == "57014") {
     return release_granted_in_race(request, key, session);
   }
