@@ -1,5 +1,5 @@
-// The sync API: an uncontended acquire settled on the caller's thread when the backend
-// offers it, otherwise the queued acquire_op with the caller blocked on its result.
+// The sync API: an uncontended acquire (and, where the backend offers it, its wait) settled on
+// the caller's thread, otherwise the queued acquire_op with the caller blocked on its result.
 #include <stdexcept>
 
 #include <dlock/core/backend/blocking_call.hpp>
@@ -15,12 +15,22 @@ namespace dlock::detail {
 
 namespace {
 
-/// The uncontended fast path of a blocking acquire: one attempt on the caller's thread,
-/// when the backend offers it and no local contender is ahead (a waiting acquire takes the
-/// gate for its attempt, so it never overtakes the queue). Returns true when that settled
-/// the acquire, with the handle (or nullopt) in `result`; false to go the queued way.
+/// When a wait of `timeout` from now ends (time_point::max() for none), as acquire_op reckons.
+std::chrono::steady_clock::time_point deadline_after(std::chrono::nanoseconds timeout) {
+  const auto now = std::chrono::steady_clock::now();
+  if (timeout < std::chrono::steady_clock::time_point::max() - now) return now + timeout;
+  return std::chrono::steady_clock::time_point::max();
+}
+
+/// The fast path of a blocking acquire: the attempt on the caller's thread, when the backend
+/// offers it and no local contender is ahead (a waiting acquire takes the gate for its
+/// attempt, so it never overtakes the queue), and the wait too where the backend offers that
+/// (backend::waits_inline) and the caller blocks anyway (`blocking`): `stop` then ends it, and
+/// `ended` says how it ended without a grant. Returns true when that settled the acquire, with
+/// the handle (or nullopt) in `result`; false to go the queued way.
 bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
-                    std::optional<lock_handle>& result) {
+                    bool blocking, const std::stop_token& stop,
+                    std::optional<lock_handle>& result, ending& ended) {
   lock_service& service = *target.service;
   const bool waits = timeout > std::chrono::nanoseconds::zero();
   const std::string key = local_gates::key_of(target);
@@ -34,8 +44,16 @@ bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nano
   const auto started =
       stats.sink() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   std::unique_ptr<lease> granted;
+  acquire_request request = request_for(target, mode);
+  const bool wait_here = blocking && waits && service.backend().waits_inline(request);
   try {
-    granted = service.backend().try_acquire_inline(request_for(target, mode));
+    if (wait_here) {
+      request.wait = true;
+      request.deadline = deadline_after(timeout);
+      granted = service.backend().acquire_waiting_inline(request, stop);
+    } else {
+      granted = service.backend().try_acquire_inline(request);
+    }
   } catch (...) {
     leave_gate();
     count_outcome(target, mode, acquire_outcome::failed, started);
@@ -47,9 +65,16 @@ bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nano
     result.emplace(handle_for(target, mode, std::move(granted)));
     return true;
   }
-  if (waits) return false;
-  // A zero timeout had its one attempt.
-  count_outcome(target, mode, acquire_outcome::not_acquired, started);
+  if (waits && !wait_here) return false;
+  // A zero timeout had its one attempt; a wait here ended by its stop or its deadline.
+  ended = !waits                   ? ending::none
+          : stop.stop_requested() ? ending::stopped
+                                  : ending::timed_out;
+  count_outcome(target, mode,
+                ended == ending::none      ? acquire_outcome::not_acquired
+                : ended == ending::stopped ? acquire_outcome::cancelled
+                                           : acquire_outcome::timed_out,
+                started);
   return true;
 }
 
@@ -77,14 +102,17 @@ std::optional<settled_acquire> settle_async_acquire_inline(const lock_target& ta
     return std::nullopt;
   }
   settled_acquire settled;
+  ending ended = ending::none;
   try {
-    if (!settled_inline(target, mode, timeout, settled.handle)) return std::nullopt;
+    if (!settled_inline(target, mode, timeout, false, {}, settled.handle, ended)) {
+      return std::nullopt;
+    }
   } catch (...) {
     settled.error = std::current_exception();
     return settled;
   }
   if (!settled.handle && fail_with_error) {
-    settled.error = not_obtained_error(target, ending::none, timeout);
+    settled.error = not_obtained_error(target, ended, timeout);
   }
   return settled;
 }
@@ -99,9 +127,10 @@ std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode
   }
   if (target.service->backend().acquires_inline() && !stop.stop_requested()) {
     std::optional<lock_handle> result;
-    if (settled_inline(target, mode, timeout, result)) {
+    ending ended = ending::none;
+    if (settled_inline(target, mode, timeout, true, stop, result, ended)) {
       if (!result && fail_with_error) {
-        std::rethrow_exception(not_obtained_error(target, ending::none, timeout));
+        std::rethrow_exception(not_obtained_error(target, ended, timeout));
       }
       return result;
     }

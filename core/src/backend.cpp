@@ -75,6 +75,10 @@ std::unique_ptr<lease> backend::try_acquire_inline(const acquire_request&) {
   throw std::logic_error(message("this backend has no inline acquire"));
 }
 
+std::unique_ptr<lease> backend::acquire_waiting_inline(const acquire_request&, std::stop_token) {
+  throw std::logic_error(message("this backend has no inline wait"));
+}
+
 std::string backend::message(std::string_view what) const {
   std::string text = "dlock: ";
   text += scheme();

@@ -45,6 +45,7 @@ postgres_backend::~postgres_backend() {
 
 void postgres_backend::start() {
   std::weak_ptr<postgres_backend> weak = weak_from_this();
+  cancel_by_control_ = control_canceller(options_, endpoint_);
   session_pool::hooks hooks{
       .opened = [weak](pg_connection& connection) {
         if (auto self = weak.lock()) self->session_opened(connection);
@@ -52,16 +53,7 @@ void postgres_backend::start() {
       .notified = [weak](const std::string& channel) {
         if (auto self = weak.lock()) self->waiters_.notify(channel);
       },
-      // Over a session of its own, kept open; the guard on backend_start keeps a pid that the
-      // server has given to another session since from being cancelled.
-      .cancel = [control = std::make_shared<board_connection>(options_, endpoint_, "")](
-                    int pid, const std::string& backend_start) {
-        const query_result r = control->run(
-            "SELECT pg_cancel_backend(pid)::text FROM pg_stat_activity WHERE pid = $1 AND "
-            "backend_start::text = $2",
-            {{std::to_string(pid), 23}, {backend_start, 25}});
-        return r.ok() && r.value() == "true";  // results come as binary: text is its bytes
-      }};
+      .cancel = cancel_by_control_};
   pool_ = std::make_shared<session_pool>(io().executor(), options_, endpoint_,
                                          session_setup_, std::move(hooks));
   keepalive_ = std::make_shared<session_keepalive<session_pool>>(
@@ -76,8 +68,9 @@ void postgres_backend::start() {
   keepalive_->start();
   callers_ = std::make_shared<caller_sessions>(
       io().executor(), options_, endpoint_,
-      [this](PGconn* conn, std::chrono::steady_clock::time_point deadline) {
-        return prepare_caller_session(conn, deadline);
+      [this](PGconn* conn, std::chrono::steady_clock::time_point deadline,
+             std::string& backend_start) {
+        return prepare_caller_session(conn, deadline, backend_start);
       },
       [weak](std::function<void(bool)> answered) {
         auto self = weak.lock();

@@ -1,10 +1,11 @@
 // Private to dlock::postgres: the backend behind dlock::postgres::provider.
 //
-// Where to start: an uncontended blocking acquire makes its attempt on the caller's thread
+// Where to start: a blocking acquire makes its attempt on the caller's thread
 // (try_acquire_inline, inline_attempt.cpp) on a caller-driven session (caller_sessions.hpp),
-// and its grant is a caller_lease; everything else is a pg_acquire (acquire.hpp), one acquire
-// from attempt to grant on the session_pool's sessions, which a keepalive probes, whose grant
-// is a pg_lease. The SQL is in sql.hpp; a pooled session is a pg_connection over libpq's
+// and a lock's wait too (acquire_waiting_inline, caller_wait.cpp); their grants are
+// caller_leases. Everything else (async acquires, semaphores' waits) is a pg_acquire
+// (acquire.hpp), one acquire from attempt to grant on the session_pool's sessions, which a
+// keepalive probes, whose grant is a pg_lease. The SQL is in sql.hpp; a pooled session is a pg_connection over libpq's
 // asynchronous calls.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -23,6 +25,7 @@
 #include <dlock/postgres/options.hpp>
 
 #include "board_connection.hpp"
+#include "cancel_request.hpp"
 #include "caller_sessions.hpp"
 #include "notify_waiters.hpp"
 #include "session_pool.hpp"
@@ -49,6 +52,13 @@ class postgres_backend final : public dlock::backend,
   // inline_attempt.cpp: one attempt on a caller-driven session, on the caller's thread.
   bool acquires_inline() const noexcept override { return true; }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
+  // caller_wait.cpp: a blocking acquire's wait for a lock, on a caller-driven session too
+  // (semaphores wait for NOTIFYs on the provider's thread).
+  bool waits_inline(const acquire_request& request) const noexcept override {
+    return request.kind != primitive::semaphore;
+  }
+  std::unique_ptr<lease> acquire_waiting_inline(const acquire_request& request,
+                                                std::stop_token stop) override;
   /// Not connected while the server leaves the keepalive of the pool or of the caller-driven
   /// sessions unanswered (health.hpp).
   provider_health health() const override;
@@ -92,7 +102,19 @@ class postgres_backend final : public dlock::backend,
   std::vector<creation> creations_needed() const;
   void creation_answered(const creation& done, const query_result& r);
   void session_opened(pg_connection& connection);
-  std::string prepare_caller_session(PGconn* conn, std::chrono::steady_clock::time_point deadline);
+  std::string prepare_caller_session(PGconn* conn, std::chrono::steady_clock::time_point deadline,
+                                     std::string& backend_start);
+  std::unique_ptr<lease> grant_on_caller_session(const acquire_request& request,
+                                                 const advisory_key& key,
+                                                 const caller_sessions::session_ptr& session,
+                                                 const std::string& slot, std::uint64_t token);
+  std::unique_ptr<lease> attempt_on_caller_session(const acquire_request& request, int wakeup);
+  std::unique_ptr<lease> wait_on_caller_session(const acquire_request& request,
+                                                const caller_sessions::session_ptr& session,
+                                                int woken_by_stop);
+  std::unique_ptr<lease> release_granted_in_race(const acquire_request& request,
+                                                 const advisory_key& key,
+                                                 const caller_sessions::session_ptr& session);
   board_connection& inspector_connection();
   query_result inspector_query(const std::string& sql, const std::string& bytes,
                                const std::string& what);
@@ -109,6 +131,9 @@ class postgres_backend final : public dlock::backend,
   std::shared_ptr<session_pool> pool_;
   std::shared_ptr<session_keepalive<session_pool>> keepalive_;
   std::shared_ptr<caller_sessions> callers_;
+  // pg_cancel_backend over a control session of its own, for the waits of both kinds of
+  // session (made in start()).
+  canceller cancel_by_control_;
   std::mutex board_mutex_;
   std::shared_ptr<election_board> board_;  // made on first use
   std::unique_ptr<board_connection> inspector_connection_;  // made on first use

@@ -19,22 +19,27 @@ query_result broken(std::string why) {
   return r;
 }
 
-bool wait_socket(PGconn* conn, bool for_write, std::chrono::steady_clock::time_point deadline) {
-  pollfd fd{PQsocket(conn), static_cast<short>(for_write ? POLLOUT : POLLIN), 0};
+enum class waited { ready, failed, woken };
+
+waited wait_socket(PGconn* conn, bool for_write, std::chrono::steady_clock::time_point deadline,
+                   int wakeup = -1) {
+  pollfd fds[2] = {{PQsocket(conn), static_cast<short>(for_write ? POLLOUT : POLLIN), 0},
+                   {wakeup, POLLIN, 0}};
   while (true) {
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    const int ready = ::poll(&fd, 1, static_cast<int>(std::min<long long>(left.count(), 1000)));
-    if (ready > 0) return true;
-    if (ready < 0 && errno != EINTR) return false;
+    if (left.count() <= 0) return waited::failed;
+    const int ready = ::poll(fds, 2, static_cast<int>(std::min<long long>(left.count(), 1000)));
+    if (ready > 0) return fds[1].revents != 0 ? waited::woken : waited::ready;
+    if (ready < 0 && errno != EINTR) return waited::failed;
   }
 }
 
 }  // namespace
 
 PGconn* connect_blocking(const connection_parameters& parameters, const std::string& endpoint,
-                         std::chrono::steady_clock::time_point deadline, std::string& why) {
+                         std::chrono::steady_clock::time_point deadline, std::string& why,
+                         int wakeup) {
   PGconn* conn = PQconnectStartParams(parameters.keywords(), parameters.values(), 1);
   if (!conn) {
     why = "out of memory connecting to " + endpoint;
@@ -42,11 +47,14 @@ PGconn* connect_blocking(const connection_parameters& parameters, const std::str
   }
   PostgresPollingStatusType status = PGRES_POLLING_WRITING;
   while (status != PGRES_POLLING_OK) {
-    if (status == PGRES_POLLING_FAILED || PQstatus(conn) == CONNECTION_BAD ||
-        !wait_socket(conn, status == PGRES_POLLING_WRITING, deadline)) {
-      const bool refused = status == PGRES_POLLING_FAILED || PQstatus(conn) == CONNECTION_BAD;
-      why = refused ? libpq_message(PQerrorMessage(conn))
-                    : "no connection to " + endpoint + " in time";
+    const bool refused = status == PGRES_POLLING_FAILED || PQstatus(conn) == CONNECTION_BAD;
+    const waited ready =
+        refused ? waited::failed
+                : wait_socket(conn, status == PGRES_POLLING_WRITING, deadline, wakeup);
+    if (ready != waited::ready) {
+      why = refused                  ? libpq_message(PQerrorMessage(conn))
+            : ready == waited::woken ? std::string()
+                                     : "no connection to " + endpoint + " in time";
       PQfinish(conn);
       return nullptr;
     }
@@ -90,7 +98,7 @@ query_result send_blocking(PGconn* conn, const std::string& endpoint, const std:
       add_result(r, result);
       continue;
     }
-    if (!wait_socket(conn, flushed > 0, deadline)) {
+    if (wait_socket(conn, flushed > 0, deadline) != waited::ready) {
       return broken("no answer from " + endpoint + " in time");
     }
     if (!PQconsumeInput(conn)) break;

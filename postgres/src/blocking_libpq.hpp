@@ -20,9 +20,11 @@ struct board_parameter {
 };
 
 /// Opens a connection (in non-blocking mode, for send_blocking) by `deadline`; nullptr with
-/// the reason in `why` when it cannot.
+/// the reason in `why` when it cannot, and with `why` empty when the descriptor `wakeup`
+/// (-1: none) became readable first (a stop request).
 PGconn* connect_blocking(const connection_parameters& parameters, const std::string& endpoint,
-                         std::chrono::steady_clock::time_point deadline, std::string& why);
+                         std::chrono::steady_clock::time_point deadline, std::string& why,
+                         int wakeup = -1);
 
 /// Sends `sql` with `parameters` ($1, $2, ...; none: a simple query, which may hold several
 /// statements) and waits for its results until `deadline`. A failed statement fills

@@ -60,7 +60,23 @@ void caller_sessions::start() {
 }
 
 caller_sessions::session_ptr caller_sessions::check_out(const std::string& resource,
-                                                        std::string& why) {
+                                                        std::string& why, int wakeup) {
+  return check_out_where(
+      [&](const caller_session& session) {
+        const bool full =
+            locks_per_session_ != 0 && session.grants.size() >= locks_per_session_;
+        return !full && !session.grants.holds(resource);
+      },
+      why, wakeup);
+}
+
+caller_sessions::session_ptr caller_sessions::check_out_for_wait(std::string& why, int wakeup) {
+  return check_out_where([](const caller_session& session) { return session.grants.empty(); },
+                         why, wakeup);
+}
+
+caller_sessions::session_ptr caller_sessions::check_out_where(
+    const std::function<bool(const caller_session&)>& usable, std::string& why, int wakeup) {
   {
     std::unique_lock lock(mutex_);
     const auto stop_waiting =
@@ -68,9 +84,7 @@ caller_sessions::session_ptr caller_sessions::check_out(const std::string& resou
     while (true) {
       bool probed = false;
       for (auto& session : sessions_) {
-        const bool full =
-            locks_per_session_ != 0 && session->grants.size() >= locks_per_session_;
-        if (session->broken || full || session->grants.holds(resource)) continue;
+        if (session->broken || !usable(*session)) continue;
         if (session->in_use) {
           probed = probed || session->probing;
           continue;
@@ -85,20 +99,38 @@ caller_sessions::session_ptr caller_sessions::check_out(const std::string& resou
     }
   }
   const auto deadline = std::chrono::steady_clock::now() + connect_timeout_;
-  PGconn* conn = connect_blocking(parameters_, endpoint_, deadline, why);
+  PGconn* conn = connect_blocking(parameters_, endpoint_, deadline, why, wakeup);
   if (!conn) return nullptr;
-  if (why = prepare_(conn, deadline); !why.empty()) {
+  std::string backend_start;
+  if (why = prepare_(conn, deadline, backend_start); !why.empty()) {
     PQfinish(conn);
     return nullptr;
   }
   silent_since_.store(0, std::memory_order_relaxed);  // the server answered the setup
+  heard();
   auto session = std::make_shared<caller_session>();
   session->conn = conn;
   session->pid = PQbackendPID(conn);
+  session->backend_start = std::move(backend_start);
   session->in_use = true;
   std::lock_guard lock(mutex_);
   sessions_.push_back(session);
   return session;
+}
+
+void caller_sessions::heard() noexcept {
+  heard_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+               std::memory_order_relaxed);
+}
+
+void caller_sessions::wait_began() { waits_.fetch_add(1, std::memory_order_relaxed); }
+
+void caller_sessions::wait_ended() noexcept { waits_.fetch_sub(1, std::memory_order_relaxed); }
+
+bool caller_sessions::silent_for_wait(std::chrono::steady_clock::time_point since) const noexcept {
+  const std::chrono::steady_clock::time_point heard(
+      std::chrono::steady_clock::duration(heard_.load(std::memory_order_relaxed)));
+  return std::chrono::steady_clock::now() - std::max(heard, since) >= keepalive_;
 }
 
 void caller_sessions::check_in(const session_ptr& session) {
@@ -323,15 +355,19 @@ void caller_sessions::probe() {
     }
     std::erase_if(sessions_, [](const auto& s) { return s->broken; });
     // Silent, with nothing left to probe: is the server back? Asked on another session, so
-    // that health() recovers without waiting for the next acquire.
-    if (sessions_.empty() && silent_since_.load(std::memory_order_relaxed) != 0 &&
-        !probing_elsewhere_) {
+    // that health() recovers without waiting for the next acquire. And while callers wait
+    // (their sessions cannot answer): does the server still answer at all?
+    const bool silent_and_alone =
+        sessions_.empty() && silent_since_.load(std::memory_order_relaxed) != 0;
+    if ((silent_and_alone || waits_.load(std::memory_order_relaxed) > 0) && !probing_elsewhere_) {
       probing_elsewhere_ = true;
-      probe_elsewhere_([weak = weak_from_this()](bool answered) {
+      probe_elsewhere_([weak = weak_from_this(), silent_and_alone](bool answered) {
         auto self = weak.lock();
         if (!self) return;
         self->probing_elsewhere_ = false;
-        if (answered) self->silent_since_.store(0, std::memory_order_relaxed);
+        if (!answered) return;
+        if (silent_and_alone) self->silent_since_.store(0, std::memory_order_relaxed);
+        self->heard();
       });
     }
   }
@@ -347,6 +383,7 @@ void caller_sessions::probe() {
         return;
       }
       self->silent_since_.store(0, std::memory_order_relaxed);
+      self->heard();
       {
         std::lock_guard lock(self->mutex_);
         session->probing = false;

@@ -40,6 +40,9 @@ struct caller_session {
 
   PGconn* conn = nullptr;  // closed on the io thread (or once it has stopped)
   int pid = 0;             // the server process (pg_locks.pid), fixed for the session's life
+  std::string backend_start;  // pg_stat_activity.backend_start as text: a cancel's guard
+  // Set while a cancel request of a wait on this session is on its way (send_cancel).
+  std::shared_ptr<std::atomic<bool>> cancelling = std::make_shared<std::atomic<bool>>(false);
   bool fresh = true;       // not checked out before (whoever checks it out reads and clears it)
   // Guarded by the pool's mutex:
   session_grants<grant> grants;
@@ -62,15 +65,17 @@ struct caller_session {
 /// server's idle_session_timeout), gives one up whose probe goes unanswered for a period, and
 /// watches the socket of an idle session that holds grants (from watch_delay after its
 /// check-in), so that a session the server ends (pg_terminate_backend, a restart) has its
-/// grants marked lost at once. One idle session that
-/// holds nothing is kept; more are closed at the next probe.
+/// grants marked lost at once. One idle session that holds nothing is kept; more are closed
+/// at the next probe. A blocking acquire may also wait on one (check_out_for_wait): its
+/// caller's thread then asks silent_for_wait() whether the server still answers.
 class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
  public:
   using session_ptr = std::shared_ptr<caller_session>;
   /// Runs the session's first statements (the server lease's settings) on a new connection by
-  /// the deadline; returns why it cannot be used, empty when it can.
-  using preparer =
-      std::function<std::string(PGconn*, std::chrono::steady_clock::time_point deadline)>;
+  /// the deadline, and reads the session's backend_start; returns why it cannot be used, empty
+  /// when it can.
+  using preparer = std::function<std::string(
+      PGconn*, std::chrono::steady_clock::time_point deadline, std::string& backend_start)>;
 
   /// Asks the server for an answer on another session, from the io thread: for when it has
   /// been silent and no caller-driven session is left to probe.
@@ -88,8 +93,23 @@ class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
 
   /// A session checked out for an attempt of `resource`, opened (blocking, at most
   /// connect_timeout) when none is free; nullptr with the reason in `why` when none can be
-  /// opened. Callers' threads.
-  session_ptr check_out(const std::string& resource, std::string& why);
+  /// opened, with `why` empty when the descriptor `wakeup` (-1: none) became readable while
+  /// it connected (a stop request). Callers' threads.
+  session_ptr check_out(const std::string& resource, std::string& why, int wakeup = -1);
+
+  /// The same for a wait, which keeps its session busy until it ends: one that holds nothing
+  /// (a release of its grants would wait for the wait).
+  session_ptr check_out_for_wait(std::string& why, int wakeup);
+
+  /// A caller's thread waits on a session from `since` (until wait_ended()): the io thread
+  /// then asks the server for an answer at every tick of the keepalive, on another session,
+  /// since the waiting one cannot answer.
+  void wait_began();
+  void wait_ended() noexcept;
+
+  /// True once the server has answered nothing for a whole keepalive period, counted from
+  /// `since` if later: a wait begun then is to be given up. Any thread.
+  bool silent_for_wait(std::chrono::steady_clock::time_point since) const noexcept;
 
   /// Gives a checked-out session back; a session holding grants is watched from then on.
   void check_in(const session_ptr& session);
@@ -114,6 +134,9 @@ class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
   void close_all();
 
  private:
+  session_ptr check_out_where(const std::function<bool(const caller_session&)>& usable,
+                              std::string& why, int wakeup);
+  void heard() noexcept;
   void schedule();
   void probe();
   void sweep();
@@ -140,6 +163,9 @@ class caller_sessions : public std::enable_shared_from_this<caller_sessions> {
   bool probing_elsewhere_ = false;  // io thread only
   // silent_since() as steady_clock ticks, 0 while the server answers.
   std::atomic<std::int64_t> silent_since_{0};
+  // The server's last answer to a probe or a new session, as steady_clock ticks.
+  std::atomic<std::int64_t> heard_{0};
+  std::atomic<int> waits_{0};  // callers' threads waiting on a session
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer sweep_timer_;
   // How long after its check-in a session that holds grants is watched at the latest.

@@ -16,6 +16,12 @@
 namespace dlock::postgres::detail {
 
 std::unique_ptr<lease> postgres_backend::try_acquire_inline(const acquire_request& request) {
+  return attempt_on_caller_session(request, -1);
+}
+
+// nullptr too when `wakeup` became readable while a session was opened (a stop request).
+std::unique_ptr<lease> postgres_backend::attempt_on_caller_session(const acquire_request& request,
+                                                                   int wakeup) {
   check_slot_count(request, max_semaphore_slots);
   const advisory_key key = key_of(request);
   const std::string resource = resource_of(request, key);
@@ -23,7 +29,8 @@ std::unique_ptr<lease> postgres_backend::try_acquire_inline(const acquire_reques
       record_grant_sql(attempt_sql(request, key, token_expression_), request, key, owners_);
   for (int tries = 0;; ++tries) {
     std::string why;
-    auto session = callers_->check_out(resource, why);
+    auto session = callers_->check_out(resource, why, wakeup);
+    if (!session && why.empty()) return nullptr;
     if (!session) throw connection_error(message(why, request.name));
     const bool reused = !session->fresh;
     session->fresh = false;
@@ -51,14 +58,7 @@ std::unique_ptr<lease> postgres_backend::try_acquire_inline(const acquire_reques
       std::rethrow_exception(acquire_failure(*this, r, request.name));
     }
     if (auto token = r.value(1)) {
-      const std::string slot = *r.value(0);
-      auto granted = std::make_unique<caller_lease>(
-          shared_from_this(), session,
-          joined(unlock_sql(request, key, slot), forget_grant_sql(request, key, slot, owners_)),
-          std::stoull(*token));
-      granted->attach(callers_->add_grant(*session, {resource, granted->lost_signal()}));
-      callers_->check_in(session);
-      return granted;
+      return grant_on_caller_session(request, key, session, *r.value(0), std::stoull(*token));
     }
     callers_->check_in(session);
     if (request.kind == primitive::semaphore) {
@@ -68,16 +68,33 @@ std::unique_ptr<lease> postgres_backend::try_acquire_inline(const acquire_reques
   }
 }
 
+// The grant of `slot` on a checked-out session, which goes back checked in with it.
+std::unique_ptr<lease> postgres_backend::grant_on_caller_session(
+    const acquire_request& request, const advisory_key& key,
+    const caller_sessions::session_ptr& session, const std::string& slot, std::uint64_t token) {
+  auto granted = std::make_unique<caller_lease>(
+      shared_from_this(), session,
+      joined(unlock_sql(request, key, slot), forget_grant_sql(request, key, slot, owners_)),
+      token);
+  granted->attach(
+      callers_->add_grant(*session, {resource_of(request, key), granted->lost_signal()}));
+  callers_->check_in(session);
+  return granted;
+}
+
 // What the pool's sessions run first (session_pool.cpp), on the caller's thread.
 std::string postgres_backend::prepare_caller_session(
-    PGconn* conn, std::chrono::steady_clock::time_point deadline) {
+    PGconn* conn, std::chrono::steady_clock::time_point deadline, std::string& backend_start) {
   query_result r = send_blocking(conn, endpoint_, session_setup_.required, {}, deadline);
   if (r.connection_broken) return r.message;
   if (!r.ok()) {
     return "cannot set the server-side lease (" + r.message +
            "; idle_session_timeout needs PostgreSQL 14 or later)";
   }
-  if (!send_blocking(conn, endpoint_, session_setup_.optional, {}, deadline).connection_broken) {
+  r = send_blocking(conn, endpoint_, session_setup_.optional + "; " + own_backend_start_sql(), {},
+                    deadline);
+  if (r.ok() && r.value()) backend_start = *r.value();
+  if (!r.connection_broken) {
     for (const auto& needed : creations_needed()) {
       r = send_blocking(conn, endpoint_, needed.sql, {}, deadline);
       if (r.connection_broken) break;

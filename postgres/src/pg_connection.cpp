@@ -1,10 +1,10 @@
 #include "pg_connection.hpp"
 
-#include <thread>
 #include <utility>
 
 #include <boost/asio/post.hpp>
 
+#include "cancel_request.hpp"
 #include "libpq_message.hpp"
 
 namespace dlock::postgres::detail {
@@ -234,24 +234,7 @@ void pg_connection::collect_results() {
 
 bool pg_connection::cancel_running() {
   if (state_ != state::ready || !running_) return false;
-  if (cancelling_->exchange(true)) return true;
-  if (PGcancel* cancel = PQgetCancel(conn_)) {
-    // pg_cancel_backend over a session that is open takes one round trip; PQcancel connects
-    // to the server (which forks a process for it) and waits for it to close, with no timeout
-    // (a paused server never does): either way on a thread of its own, so the provider's
-    // thread never blocks.
-    std::thread([cancel, cancelling = cancelling_, by = canceller_, pid = backend_pid_.load(),
-                 started = backend_start_] {
-      if (!(by && !started.empty() && by(pid, started))) {
-        char error[256];
-        PQcancel(cancel, error, sizeof error);
-      }
-      PQfreeCancel(cancel);
-      *cancelling = false;
-    }).detach();
-  } else {
-    *cancelling_ = false;
-  }
+  send_cancel(conn_, canceller_, backend_start_, cancelling_);
   return true;
 }
 

@@ -20,6 +20,8 @@
 
 #include <dlock/core/detail/unique_function.hpp>
 
+#include "cancel_request.hpp"
+
 namespace dlock::postgres::detail {
 
 struct result_deleter {
@@ -65,12 +67,8 @@ class pg_connection : public std::enable_shared_from_this<pg_connection> {
   /// this call.
   void execute(std::string sql, query_handler done);
 
-  /// Cancels the statement of the server process `pid` started at `backend_start` (text of
-  /// pg_stat_activity.backend_start) over a session that is already open; false when it could
-  /// not (then PQcancel does). Called on a short-lived thread of the connection's.
-  using canceller = std::function<bool(int pid, const std::string& backend_start)>;
-
-  /// Cancels through `by` (set before connect()) once the session's backend_start is known.
+  /// Cancels through `by` (cancel_request.hpp; set before connect()) once the session's
+  /// backend_start is known.
   void set_canceller(canceller by) { canceller_ = std::move(by); }
   /// pg_stat_activity.backend_start of this session, as text (set_canceller's guard against
   /// a pid the server gave to another session since). Executor's thread.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sql.hpp"
+
 namespace dlock::postgres::detail {
 
 session_pool::session_pool(boost::asio::any_io_executor executor, const options& opts,
@@ -40,8 +42,7 @@ std::shared_ptr<pg_session> session_pool::open_session() {
   });
   // With the session's start, which lets a stop cancel its wait by pid (pg_connection.hpp).
   session->connection->execute(
-      setup_.optional +
-          "; SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()",
+      setup_.optional + "; " + own_backend_start_sql(),
       [weak_session](query_result r) {
         auto session = weak_session.lock();
         if (session && r.ok() && r.value()) session->connection->set_backend_start(*r.value());

@@ -46,7 +46,7 @@ class session_pool : public std::enable_shared_from_this<session_pool>,
     /// A NOTIFY on `channel` arrived on one of the sessions.
     std::function<void(const std::string& channel)> notified;
     /// How the sessions' waits are cancelled (pg_connection::set_canceller).
-    pg_connection::canceller cancel;
+    canceller cancel;
   };
 
   /// `setup` runs first on every session (the server_lease's settings).

@@ -195,6 +195,10 @@ std::string forget_grant_sql(const acquire_request& request, const advisory_key&
   return "DELETE FROM " + records.table + " WHERE pid = pg_backend_pid() AND " + of_key;
 }
 
+std::string own_backend_start_sql() {
+  return "SELECT backend_start::text FROM pg_stat_activity WHERE pid = pg_backend_pid()";
+}
+
 std::string listen_sql(const std::string& channel) { return "LISTEN \"" + channel + "\""; }
 
 std::string unlisten_sql(const std::string& channel) { return "UNLISTEN \"" + channel + "\""; }

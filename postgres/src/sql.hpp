@@ -61,6 +61,10 @@ std::string forget_grant_sql(const acquire_request& request, const advisory_key&
 /// The pg_locks condition (classid, objid, objsubid) of the advisory key `key`.
 std::string pg_locks_match(const advisory_key& key);
 
+/// The session's own pg_stat_activity.backend_start, as text: the guard of a cancel by pid
+/// (cancel_request.hpp).
+std::string own_backend_start_sql();
+
 std::string listen_sql(const std::string& channel);
 std::string unlisten_sql(const std::string& channel);
 

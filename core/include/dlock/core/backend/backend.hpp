@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -152,6 +153,23 @@ class backend {
   /// (connection_error, std::invalid_argument). Requires: acquires_inline(); request.wait
   /// is false.
   virtual std::unique_ptr<lease> try_acquire_inline(const acquire_request& request);
+
+  /// True when acquire_waiting_inline() is offered for `request`: the whole of a blocking
+  /// acquire, its wait included, on the caller's thread (which waits anyway), so that neither
+  /// the grant nor its release goes through the backend's thread. Requires acquires_inline().
+  virtual bool waits_inline(const acquire_request& request) const noexcept {
+    (void)request;
+    return false;
+  }
+
+  /// Attempts, then waits on the calling thread until granted, `request.deadline` (the lease,
+  /// or nullptr), or a stop requested through `stop` (nullptr, promptly: a stop from another
+  /// thread wakes the wait). Leaves nothing at the server when it returns without a grant.
+  /// Throws what start_acquire's completion would fail with (connection_error, never a hang
+  /// on a silent server). Core holds the name's local gate around the call. Requires:
+  /// waits_inline(request); request.wait is true.
+  virtual std::unique_ptr<lease> acquire_waiting_inline(const acquire_request& request,
+                                                        std::stop_token stop);
 
   /// The semaphore's current count: max_count minus the slots held, never negative (what
   /// distributed_semaphore::current_count() returns). std::nullopt when this backend cannot
