@@ -35,10 +35,11 @@ local function join_queue(queue, token, arrival, expiry)
   lengthen(queue .. ':alive', expiry)
 end
 local function queue_head(queue)
-  local now = now_ms()
+  local now
   while true do
     local first = redis.call('ZRANGE', queue, 0, 0)[1]
     if not first then return nil end
+    now = now or now_ms()
     local deadline = tonumber(redis.call('HGET', queue .. ':alive', first) or '0')
     if deadline > now then return first, deadline - now end
     redis.call('ZREM', queue, first)
