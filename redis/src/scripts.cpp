@@ -87,11 +87,13 @@ local arrival = ARGV[10] and ARGV[10] ~= '' and tonumber(ARGV[10])
 -- contended (taken by another, or a queue already there), also when its proposal turns out
 -- stale: every contender is then in every queue it reached, and the same one heads them all.
 -- An uncontended try (free, no queue) only takes the lock.
-if queue and arrival and ARGV[6] == '1' then
-  local holder = redis.call('GET', KEYS[1])
-  if (holder and holder ~= token) or redis.call('EXISTS', queue) == 1 then
-    join_queue(queue, token, arrival, expiry)
-  end
+-- The holder of a lock (or the writer), and whether the lock's queue has anyone, read once: an
+-- uncontended try reads no more of the queue.
+local holder = (kind == 'lock' or kind == 'write') and redis.call('GET', KEYS[1])
+local queued = queue and redis.call('EXISTS', queue) == 1
+if queue and arrival and ARGV[6] == '1' and ((holder and holder ~= token) or queued) then
+  join_queue(queue, token, arrival, expiry)
+  queued = true
 end
 if proposal > 0 then
   local current = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -122,7 +124,7 @@ local function again()
   return granted(fence())
 end
 if kind == 'lock' or kind == 'write' then
-  if redis.call('GET', KEYS[1]) == token then
+  if holder == token then
     redis.call('PEXPIRE', KEYS[1], expiry)
     if kind == 'write' then redis.call('ZREM', KEYS[4], token) end
     return again()
@@ -132,7 +134,7 @@ if kind == 'lock' then
   -- Only the queue's live head may take a free lock; a waiting try joins the queue, or renews
   -- its place there.
   local head, head_left
-  if queue then head, head_left = queue_head(queue) end
+  if queued then head, head_left = queue_head(queue) end
   if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then
     -- With RedLock a grant here may be a minority, given back: the waiter keeps its place
     -- until its release (release_body) leaves the queue.
@@ -211,6 +213,7 @@ return {0, first_expiry(KEYS[3])}
 constexpr const char* release_body = R"lua(
 local token, kind = ARGV[1], ARGV[2]
 local queue = ARGV[5] and ARGV[5] ~= '' and ARGV[5]
+local queued = queue and redis.call('EXISTS', queue) == 1
 local released = 0
 -- Also when the grant is no longer ours (broken, expired): its record goes with it.
 local owners = kind ~= 'withdraw' and owners_key(kind)
@@ -221,7 +224,7 @@ if kind == 'lock' or kind == 'write' then
     if kind == 'lock' and KEYS[4] then redis.call('DEL', KEYS[4]) end
     released = 1
   end
-  if queue and ARGV[6] ~= 'keep' then leave_queue(queue, token) end
+  if queued and ARGV[6] ~= 'keep' then leave_queue(queue, token) end
 elseif kind == 'read' then
   released = redis.call('ZREM', KEYS[3], token)
 elseif kind == 'sem' then
@@ -238,7 +241,7 @@ end
 if released == 1 then
   -- With a queue, the message names its live head: the others do not wake. A RedLock waiter
   -- that gave back a minority and is still the head tells nobody: only it may take the lock.
-  local message = queue and queue_head(queue) or 'released'
+  local message = queued and queue_head(queue) or 'released'
   if message ~= token then redis.call(ARGV[4] or 'PUBLISH', ARGV[3], message) end
 end
 return released
