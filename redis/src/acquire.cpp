@@ -148,12 +148,20 @@ class redis_acquire final : public acquire_operation,
     const auto sent = clock::now();
     const bool queue = request_.wait && (keys_.kind == key_kind::write || !keys_.queue.empty());
     if (queue) queued_ = true;
+    if (queue && multi_node() && arrival_.empty()) {
+      // RedLock: every server queues this waiter at the same place, by its own clock's
+      // arrival (ties by token), so that their queues agree on who is first; one server's
+      // queue orders by its clock.
+      arrival_ = std::to_string(std::chrono::duration_cast<milliseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
+    }
     nodes_.eval_everywhere(
         acquire_script(), keys_,
         {token_, milliseconds_argument(backend_->settings().expiry),
          std::string(script_argument(keys_.kind)), std::to_string(proposal),
          std::to_string(request_.max_count), queue ? "1" : "0",
-         backend_->epoch_key(), request_.owner, keys_.queue},
+         backend_->epoch_key(), request_.owner, keys_.queue, arrival_},
         {nodes_.quorum(keys_.kind), granted_here},
         [self = shared_from_this(), sent, proposal](std::vector<command_result> results) {
           self->settle(std::move(results), sent, proposal);
@@ -206,7 +214,10 @@ class redis_acquire final : public acquire_operation,
       }
       return;
     }
-    give_back(results, granted);
+    // A RedLock waiter keeps its place in the queues: its minority is given back, its turn
+    // is not over (a grant on a server requires being its head, so no one passes it there).
+    give_back(results, granted,
+              queued_ && multi_node() ? node_set::queue_place::keep : node_set::queue_place::leave);
     if (answered < nodes_.quorum(keys_.kind)) {
       attempt_failed(odd_reply.empty() ? nodes_.failures(results) : odd_reply);
       return;
@@ -224,7 +235,9 @@ class redis_acquire final : public acquire_operation,
 
   void grant(clock::time_point valid_until, std::uint64_t fencing_token) {
     auto granted = backend_->grant(request_.name, keys_, token_, valid_until, fencing_token);
-    queued_ = false;  // a granted waiter left the queue in the same script
+    // One server: a granted waiter left the queue in the same script. RedLock: it keeps its
+    // place (the grant may have been a minority there) until its release leaves every queue.
+    queued_ = false;
     finish(nullptr, std::move(granted));
   }
 
@@ -268,10 +281,11 @@ class redis_acquire final : public acquire_operation,
 
   // A try that did not win hands back at once what it may hold (a RedLock minority of grants,
   // or a grant whose reply was lost), so that the next try, ours or another's, can win.
-  void give_back(const std::vector<command_result>& results, std::size_t granted) {
+  void give_back(const std::vector<command_result>& results, std::size_t granted,
+                 node_set::queue_place place = node_set::queue_place::leave) {
     const bool unanswered =
         std::any_of(results.begin(), results.end(), [](const auto& r) { return r.failure; });
-    if (granted > 0 || unanswered) nodes_.give_back(keys_, token_);
+    if (granted > 0 || unanswered) nodes_.give_back(keys_, token_, place);
   }
 
   void not_granted(milliseconds wait_hint) {
@@ -390,6 +404,8 @@ class redis_acquire final : public acquire_operation,
   key_set keys_;
   std::string token_;
   std::string fence_key_;
+  /// RedLock: when this waiter first queued, ms since the epoch by this host's clock.
+  std::string arrival_;
   boost::asio::steady_timer wait_timer_;
   boost::asio::steady_timer give_up_timer_;
   /// When a quorum last answered a try (or the acquire began); see contact().

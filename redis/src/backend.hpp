@@ -80,10 +80,7 @@ class redis_backend final : public dlock::backend,
 
   /// The keys of `request.name` for a request of this kind and mode.
   key_set keys_for(const acquire_request& request) const {
-    key_set keys = keys_.keys_for(request, *this);
-    // RedLock: queues on several servers could each put another waiter first.
-    if (nodes_->size() > 1) keys.queue.clear();
-    return keys;
+    return keys_.keys_for(request, *this);
   }
   std::string lock_key(std::string_view name) const { return keys_.lock_key(name); }
 

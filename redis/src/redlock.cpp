@@ -153,12 +153,21 @@ command_result node_set::eval_here(const script& which, const key_set& keys,
 }
 
 void node_set::release(const key_set& keys, const std::string& token, fan_out_handler done) {
+  release_everywhere(keys, token, queue_place::leave, std::move(done));
+}
+
+void node_set::give_back(const key_set& keys, const std::string& token, queue_place place) {
+  release_everywhere(keys, token, place, {});
+}
+
+void node_set::release_everywhere(const key_set& keys, const std::string& token,
+                                  queue_place place, fan_out_handler done) {
   const auto until = clock::now() + expiry_;
   std::shared_ptr<fan_out> all;
   if (done) all = std::make_shared<fan_out>(size(), quorum_rule{majority(), confirmed},
                                             std::move(done));
   for (std::size_t i = 0; i < size(); ++i) {
-    release_on(i, keys, token, until, all ? fan_out::slot(all, i) : reply_handler{});
+    release_on(i, keys, token, place, until, all ? fan_out::slot(all, i) : reply_handler{});
   }
 }
 
@@ -167,11 +176,13 @@ void node_set::release(const key_set& keys, const std::string& token, fan_out_ha
 // Only the first answer goes to the caller, which settles with the majority and never waits
 // for these retries.
 void node_set::release_on(std::size_t i, const key_set& keys, const std::string& token,
-                          clock::time_point until, reply_handler first_answer) {
+                          queue_place place, clock::time_point until,
+                          reply_handler first_answer) {
   std::weak_ptr<node_set> weak = shared_from_this();
   eval_on(i, release_script(), keys,
-       {token, std::string(script_argument(keys.kind)), keys.channel, keys.publish, keys.queue},
-       [weak, i, keys, token, until,
+       {token, std::string(script_argument(keys.kind)), keys.channel, keys.publish, keys.queue,
+        place == queue_place::keep ? "keep" : "leave"},
+       [weak, i, keys, token, place, until,
         first_answer = std::move(first_answer)](command_result result) mutable {
          const bool retry = result.failure.has_value();
          if (first_answer) first_answer(std::move(result));
@@ -180,9 +191,10 @@ void node_set::release_on(std::size_t i, const key_set& keys, const std::string&
          auto timer = std::make_shared<boost::asio::steady_timer>(self->executor_);
          timer->expires_after(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(100),
                                                                  self->command_timeout_));
-         timer->async_wait([weak, timer, i, keys, token, until](const boost::system::error_code&) {
-           if (auto again = weak.lock()) again->release_on(i, keys, token, until, {});
-         });
+         timer->async_wait(
+             [weak, timer, i, keys, token, place, until](const boost::system::error_code&) {
+               if (auto again = weak.lock()) again->release_on(i, keys, token, place, until, {});
+             });
        });
 }
 

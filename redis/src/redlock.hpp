@@ -106,8 +106,12 @@ class node_set : public std::enable_shared_from_this<node_set> {
   /// on a node that gives no reply, until the grant would have expired. `done` settles once a
   /// majority confirmed (or cannot): a silent node's release goes on being retried after it.
   void release(const key_set& keys, const std::string& token, fan_out_handler done);
+  /// What a give-back does with the waiter's place in the queue (key_set::queue): leaves it,
+  /// or keeps it (a RedLock waiter's minority grant: its turn is not over).
+  enum class queue_place { leave, keep };
   /// release() with nobody waiting for it: for a try that did not win, or whose reply was lost.
-  void give_back(const key_set& keys, const std::string& token) { release(keys, token, {}); }
+  void give_back(const key_set& keys, const std::string& token,
+                 queue_place place = queue_place::leave);
 
   /// The master of a Sentinel deployment (then the one node reaches it); null otherwise.
   const std::shared_ptr<sentinel_master>& sentinel() const noexcept { return sentinel_; }
@@ -119,7 +123,10 @@ class node_set : public std::enable_shared_from_this<node_set> {
   void eval_on(std::size_t i, const script& which, const key_set& keys,
                const std::vector<std::string>& arguments, reply_handler done);
   void release_on(std::size_t i, const key_set& keys, const std::string& token,
-                  std::chrono::steady_clock::time_point until, reply_handler first_answer);
+                  queue_place place, std::chrono::steady_clock::time_point until,
+                  reply_handler first_answer);
+  void release_everywhere(const key_set& keys, const std::string& token, queue_place place,
+                          fan_out_handler done);
 
   boost::asio::any_io_executor executor_;
   std::chrono::nanoseconds expiry_;

@@ -21,16 +21,25 @@ local function lengthen(key, ms)
 end
 )lua";
 
-// The waiters' queue of an exclusive lock on one server (key_set::queue): a sorted set of
+// The waiters' queue of an exclusive lock on one server (key_set::queue; RedLock: on each of
+// its servers, ordered alike by the waiters' own arrival times, ties by token): a sorted set of
 // tokens by arrival, and beside it (queue .. ':alive') each waiter's deadline, which its tries
 // push on by an expiry; a waiter that stopped trying (gone, partitioned) leaves the head once its
 // deadline passed. A release names the live head in its message, so only that waiter tries.
 constexpr const char* queue_function = R"lua(
-local function queue_head(queue)
+local function join_queue(queue, token, arrival, expiry)
   local now = now_ms()
+  if not redis.call('ZSCORE', queue, token) then redis.call('ZADD', queue, arrival or now, token) end
+  redis.call('HSET', queue .. ':alive', token, now + expiry)
+  lengthen(queue, expiry)
+  lengthen(queue .. ':alive', expiry)
+end
+local function queue_head(queue)
+  local now
   while true do
     local first = redis.call('ZRANGE', queue, 0, 0)[1]
     if not first then return nil end
+    now = now or now_ms()
     local deadline = tonumber(redis.call('HGET', queue .. ':alive', first) or '0')
     if deadline > now then return first, deadline - now end
     redis.call('ZREM', queue, first)
@@ -69,6 +78,23 @@ local function granted(fencing_token)
   end
   return {1, fencing_token}
 end
+-- ARGV[9]: the waiters' queue of a lock, or none; ARGV[10], with RedLock: the waiter's arrival
+-- (ms by its own clock), the same on every server, so that their queues agree on who is first
+-- (one server: its own clock orders them).
+local queue = kind == 'lock' and ARGV[9] and ARGV[9] ~= '' and ARGV[9]
+local arrival = ARGV[10] and ARGV[10] ~= '' and tonumber(ARGV[10])
+-- RedLock: a waiting try (ARGV[6]) joins before it may take the lock, wherever the lock is
+-- contended (taken by another, or a queue already there), also when its proposal turns out
+-- stale: every contender is then in every queue it reached, and the same one heads them all.
+-- An uncontended try (free, no queue) only takes the lock.
+-- The holder of a lock (or the writer), and whether the lock's queue has anyone, read once: an
+-- uncontended try reads no more of the queue.
+local holder = (kind == 'lock' or kind == 'write') and redis.call('GET', KEYS[1])
+local queued = queue and redis.call('EXISTS', queue) == 1
+if queue and arrival and ARGV[6] == '1' and ((holder and holder ~= token) or queued) then
+  join_queue(queue, token, arrival, expiry)
+  queued = true
+end
 if proposal > 0 then
   local current = tonumber(redis.call('GET', KEYS[2]) or '0')
   if current >= proposal then return {-1, current} end
@@ -98,28 +124,25 @@ local function again()
   return granted(fence())
 end
 if kind == 'lock' or kind == 'write' then
-  if redis.call('GET', KEYS[1]) == token then
+  if holder == token then
     redis.call('PEXPIRE', KEYS[1], expiry)
     if kind == 'write' then redis.call('ZREM', KEYS[4], token) end
     return again()
   end
 end
 if kind == 'lock' then
-  -- ARGV[9]: the waiters' queue (one server), or none. Only its head may take a free lock; a
-  -- waiting try (ARGV[6]) joins the queue, or renews its place there.
-  local queue = ARGV[9] ~= '' and ARGV[9]
+  -- Only the queue's live head may take a free lock; a waiting try joins the queue, or renews
+  -- its place there.
   local head, head_left
-  if queue then head, head_left = queue_head(queue) end
+  if queued then head, head_left = queue_head(queue) end
   if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then
-    if head then leave_queue(queue, token) end
+    -- With RedLock a grant here may be a minority, given back: the waiter keeps its place
+    -- until its release (release_body) leaves the queue.
+    if head and not arrival then leave_queue(queue, token) end
     return granted(fence())
   end
   if queue and ARGV[6] == '1' then
-    local now = now_ms()
-    if not redis.call('ZSCORE', queue, token) then redis.call('ZADD', queue, now, token) end
-    redis.call('HSET', queue .. ':alive', token, now + expiry)
-    lengthen(queue, expiry)
-    lengthen(queue .. ':alive', expiry)
+    join_queue(queue, token, arrival, expiry)
   end
   local ttl = redis.call('PTTL', KEYS[1])
   if ttl < 0 and head_left then return {0, head_left} end
@@ -185,9 +208,12 @@ if writer_ttl >= 0 then return {0, writer_ttl} end
 return {0, first_expiry(KEYS[3])}
 )lua";
 
+// ARGV: token, kind, channel, how to publish, the waiters' queue, and "keep" for a RedLock
+// waiter giving back a minority grant: it keeps its place (a release leaves the queue).
 constexpr const char* release_body = R"lua(
 local token, kind = ARGV[1], ARGV[2]
 local queue = ARGV[5] and ARGV[5] ~= '' and ARGV[5]
+local queued = queue and redis.call('EXISTS', queue) == 1
 local released = 0
 -- Also when the grant is no longer ours (broken, expired): its record goes with it.
 local owners = kind ~= 'withdraw' and owners_key(kind)
@@ -198,6 +224,7 @@ if kind == 'lock' or kind == 'write' then
     if kind == 'lock' and KEYS[4] then redis.call('DEL', KEYS[4]) end
     released = 1
   end
+  if queued and ARGV[6] ~= 'keep' then leave_queue(queue, token) end
 elseif kind == 'read' then
   released = redis.call('ZREM', KEYS[3], token)
 elseif kind == 'sem' then
@@ -212,9 +239,10 @@ elseif kind == 'withdraw' then
   released = redis.call('ZREM', KEYS[4], token)
 end
 if released == 1 then
-  -- With a queue, the message names its live head: the others do not wake.
-  local message = queue and queue_head(queue) or 'released'
-  redis.call(ARGV[4] or 'PUBLISH', ARGV[3], message)
+  -- With a queue, the message names its live head: the others do not wake. A RedLock waiter
+  -- that gave back a minority and is still the head tells nobody: only it may take the lock.
+  local message = queued and queue_head(queue) or 'released'
+  if message ~= token then redis.call(ARGV[4] or 'PUBLISH', ARGV[3], message) end
 end
 return released
 )lua";

@@ -21,15 +21,18 @@ struct script {
 
 /// ARGV: token, expiry ms, kind, proposal (0: bump the counter; else a RedLock proposal),
 /// max_count, queue ("1": a writer that will wait registers so that new readers hold back),
-/// owner (recorded with the grant in the name's owners hash, docs/redis.md).
-/// Returns {1, fencing token} granted; {0, ms until it may free} taken (-1: no expiry);
+/// owner (recorded with the grant in the name's owners hash, docs/redis.md), epoch key, the
+/// waiters' queue (key_set::queue) and, with RedLock, the waiter's arrival (ms by its clock, its
+/// place in every server's queue). Returns {1, fencing token} granted; {0, ms until it may free} taken (-1: no expiry);
 /// {-1, counter} the proposal is not above this node's counter; {-2, stored max_count} the
 /// semaphore is in use with another max_count.
 const script& acquire_script();
 
 /// ARGV: token, kind ("withdraw": a waiting writer leaves the queue), channel, and optionally
-/// how to publish (key_set::publish; PUBLISH when absent). Deletes the grant if it is still
-/// ours, then publishes on the channel. Returns 1 if it was ours.
+/// how to publish (key_set::publish; PUBLISH when absent), the waiters' queue, and "keep" (a
+/// RedLock waiter's minority given back: it keeps its place there; otherwise a lock's release
+/// leaves it). Deletes the grant if it is still ours, then publishes on the channel. Returns 1
+/// if it was ours.
 const script& release_script();
 
 /// ARGV: token, kind, expiry ms. Extends the grant if it is still ours and unexpired; never
