@@ -27,10 +27,12 @@ end
 // deadline passed. A release names the live head in its message, so only that waiter tries.
 constexpr const char* queue_function = R"lua(
 local function queue_head(queue)
-  local now = now_ms()
+  local now
   while true do
     local first = redis.call('ZRANGE', queue, 0, 0)[1]
     if not first then return nil end
+    -- Only a queue with someone in it asks the time: no waiter, no TIME.
+    now = now or now_ms()
     local deadline = tonumber(redis.call('HGET', queue .. ':alive', first) or '0')
     if deadline > now then return first, deadline - now end
     redis.call('ZREM', queue, first)
