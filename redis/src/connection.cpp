@@ -1,6 +1,11 @@
 #include "connection.hpp"
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <array>
+#include <cerrno>
+#include <cstring>
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
@@ -16,6 +21,36 @@ namespace {
 std::string milliseconds_text(std::chrono::nanoseconds duration) {
   return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(duration).count()) +
          " ms";
+}
+
+/// `arguments` in RESP, or nothing when hiredis could not allocate it.
+std::optional<std::string> formatted_command(const std::vector<std::string>& arguments) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  for (const auto& argument : arguments) {
+    argv.push_back(argument.data());
+    lengths.push_back(argument.size());
+  }
+  char* formatted = nullptr;
+  const int length = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), argv.data(),
+                                            lengths.data());
+  if (length < 0) return std::nullopt;
+  std::string text(formatted, static_cast<std::size_t>(length));
+  redisFreeCommand(formatted);
+  return text;
+}
+
+/// Waits until `descriptor` is ready for `events` or `deadline` passed (false then).
+bool wait_ready(int descriptor, short events, std::chrono::steady_clock::time_point deadline) {
+  while (true) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd watched{.fd = descriptor, .events = events, .revents = 0};
+    const int ready = ::poll(&watched, 1, static_cast<int>(left.count()));
+    if (ready > 0) return true;  // an error or a hang-up shows in the send or the read
+    if (ready < 0 && errno != EINTR) return true;
+  }
 }
 
 }  // namespace
@@ -94,16 +129,8 @@ void connection::open() {
 
 // A command without `done` (a subscription's) is not timed: its answers come as messages.
 void connection::send(const std::vector<std::string>& arguments, reply_handler done) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  for (const auto& argument : arguments) {
-    argv.push_back(argument.data());
-    lengths.push_back(argument.size());
-  }
-  char* formatted = nullptr;
-  const int length = redisFormatCommandArgv(&formatted, static_cast<int>(argv.size()), argv.data(),
-                                            lengths.data());
-  if (length < 0) {
+  const auto command = formatted_command(arguments);
+  if (!command) {
     if (done) {
       boost::asio::post(executor_, [done = std::move(done)]() mutable {
         done(command_result{.failure = "out of memory formatting a command"});
@@ -111,8 +138,7 @@ void connection::send(const std::vector<std::string>& arguments, reply_handler d
     }
     return;
   }
-  output_.append(formatted, static_cast<std::size_t>(length));
-  redisFreeCommand(formatted);
+  output_.append(*command);
   if (done) {
     awaited_.push_back({std::chrono::steady_clock::now(), std::move(done)});
     arm_timeout();
@@ -185,6 +211,62 @@ bool connection::received(std::size_t bytes) {
     if (alive.expired()) return false;
   }
   return true;
+}
+
+// The transport's read stays pending in the reactor meanwhile: it is not run while this reads,
+// and once it runs again it reads only what came after (a close while idle, say).
+std::optional<command_result> connection::command_now(const std::vector<std::string>& arguments) {
+  const int descriptor = transport_ ? transport_->descriptor() : -1;
+  if (state_ != state::ready || descriptor < 0 || closing_ || write_in_flight_ ||
+      !output_.empty() || !awaited_.empty() || !waiting_.empty()) {
+    return std::nullopt;
+  }
+  const auto command = formatted_command(arguments);
+  if (!command) return command_result{.failure = "out of memory formatting a command"};
+  const auto deadline = std::chrono::steady_clock::now() + settings_.command_timeout;
+  const auto failed = [this](const std::string& why) {
+    drop(why);
+    return command_result{.failure = why};
+  };
+  const auto timed_out = [this, &failed] {
+    timed_out_ = true;
+    return failed("no reply within " + milliseconds_text(settings_.command_timeout));
+  };
+  for (std::size_t written = 0; written < command->size();) {
+    const ssize_t n = ::send(descriptor, command->data() + written, command->size() - written,
+                             MSG_NOSIGNAL);
+    if (n >= 0) {
+      written += static_cast<std::size_t>(n);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (!wait_ready(descriptor, POLLOUT, deadline)) return timed_out();
+    } else if (errno != EINTR) {
+      return failed(std::string("connection lost: ") + std::strerror(errno));
+    }
+  }
+  // The reply takes the server a while: wait first, then read, rather than a read that finds
+  // nothing yet.
+  while (true) {
+    if (!wait_ready(descriptor, POLLIN, deadline)) return timed_out();
+    const ssize_t n = ::recv(descriptor, buffers_->input.data(), buffers_->input.size(), 0);
+    if (n == 0) return failed("connection closed by the server");
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+      return failed(std::string("connection lost: ") + std::strerror(errno));
+    }
+    if (redisReaderFeed(reader_.get(), buffers_->input.data(), static_cast<std::size_t>(n)) !=
+        REDIS_OK) {
+      return failed(std::string("protocol error: ") + reader_->errstr);
+    }
+    void* raw = nullptr;
+    if (redisReaderGetReply(reader_.get(), &raw) != REDIS_OK) {
+      return failed(std::string("protocol error: ") + reader_->errstr);
+    }
+    if (raw != nullptr) {
+      reply value = copy_reply(*static_cast<redisReply*>(raw));
+      freeReplyObject(raw);
+      return command_result{.value = std::move(value)};
+    }
+  }
 }
 
 void connection::arm_timeout() {

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,13 @@ class connection {
   /// not be sent (no connection, refused log-in).
   void subscription_command(std::vector<std::string> arguments,
                             std::function<void(const std::string&)> failed);
+
+  /// Sends `arguments` and reads the reply on the calling thread, straight on the socket (no
+  /// reactor, no timer: a send, a poll and a read), waiting at most the command timeout; a
+  /// failure drops the connection. Nothing (std::nullopt) when that cannot be done now: not
+  /// logged in yet, other commands under way, or a transport with no descriptor of its own
+  /// (TLS); then command() is the way. Only while no one runs the executor.
+  std::optional<command_result> command_now(const std::vector<std::string>& arguments);
 
   /// Connects (and logs in) now if it is down, so that the first command finds it ready.
   void open();

@@ -39,6 +39,7 @@ local function queue_head(queue)
   while true do
     local first = redis.call('ZRANGE', queue, 0, 0)[1]
     if not first then return nil end
+    -- Only a queue with someone in it asks the time: no waiter, no TIME.
     now = now or now_ms()
     local deadline = tonumber(redis.call('HGET', queue .. ':alive', first) or '0')
     if deadline > now then return first, deadline - now end

@@ -40,6 +40,7 @@ class sentinel_transport final : public transport {
   std::string failure_text(const boost::system::error_code& error) const override {
     return inner_ ? inner_->failure_text(error) : error.message();
   }
+  int descriptor() noexcept override { return inner_ && !closed_ ? inner_->descriptor() : -1; }
 
  private:
   // Asks the n-th sentinel (in preference order) for the master; on no answer, the next.

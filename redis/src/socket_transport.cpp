@@ -25,6 +25,7 @@ class tcp_transport final : public stream_transport<boost::asio::ip::tcp::socket
     boost::system::error_code ignored;
     stream_.close(ignored);
   }
+  int descriptor() noexcept override { return stream_.is_open() ? stream_.native_handle() : -1; }
 
  private:
   boost::asio::ip::tcp::resolver resolver_;
@@ -46,6 +47,7 @@ class unix_transport final : public stream_transport<boost::asio::local::stream_
     boost::system::error_code ignored;
     stream_.close(ignored);
   }
+  int descriptor() noexcept override { return stream_.is_open() ? stream_.native_handle() : -1; }
 
  private:
   std::string path_;

@@ -11,9 +11,12 @@ namespace dlock::redis::detail {
 struct sync_connections::pooled {
   explicit pooled(const server_settings& settings) : link(io.get_executor(), settings) {}
 
-  /// Sends `arguments` and runs the io_context until the reply or the failure came: the
-  /// connection's own timeout bounds the wait.
+  /// Sends `arguments` and reads the reply straight on the socket when it can (logged in, a
+  /// transport of its own descriptor); else, or the first time, runs the io_context until the
+  /// reply or the failure came. The connection's own timeout bounds the wait either way.
   command_result run(const std::vector<std::string>& arguments) {
+    if (auto now = link.command_now(arguments)) return std::move(*now);
+    catch_up();
     std::optional<command_result> result;
     link.command(arguments, [&result](command_result r) { result = std::move(r); });
     io.restart();
@@ -45,10 +48,9 @@ command_result sync_connections::command(const std::vector<std::string>& argumen
     }
   }
   if (taken) {
-    taken->catch_up();
     command_result result = taken->run(arguments);
     // A connection closed while idle (CLIENT KILL, a server restart, an idle timeout) is found
-    // out only now: try once more on a new one. A timeout is not retried, so that a hung
+    // out only now (by the command's own read): try once more on a new one. A timeout is not retried, so that a hung
     // server costs one command timeout, not two.
     if (!result.failure || taken->link.timed_out()) {
       if (!result.failure) {

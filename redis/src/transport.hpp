@@ -40,6 +40,10 @@ class transport {
   virtual void async_read_some(boost::asio::mutable_buffer into, io_handler done) = 0;
   /// Closes at once; pending operations complete with operation_aborted.
   virtual void close() noexcept = 0;
+  /// The open socket's descriptor, for a caller that writes and reads it directly (a blocking
+  /// command, connection::command_now), or -1 when the bytes on it are not the stream's own
+  /// (TLS) or it is not open.
+  virtual int descriptor() noexcept { return -1; }
   /// Words for a failed read or write, e.g. "end of file" or "TLS: tlsv13 alert certificate
   /// required".
   virtual std::string failure_text(const boost::system::error_code& error) const {
