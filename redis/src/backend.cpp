@@ -229,8 +229,9 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
       network_->executor(), options_.release_timeout,
       message("no answer to the release", grant->name),
       [this, grant](const blocking_reply<bool>& reply) {
-        // Settles once a majority confirmed: a silent node is retried behind the caller's back
-        // until the grant would have expired (node_set::release).
+        // Settles once a majority confirmed (a semaphore's: once every node answered): a
+        // silent node is retried behind the caller's back until the grant would have expired
+        // (node_set::release).
         nodes_->release(
             grant->keys, grant->token, [this, reply, grant](std::vector<command_result> results) {
               if (confirmations(results) < nodes_->majority()) {

@@ -163,8 +163,12 @@ void node_set::give_back(const key_set& keys, const std::string& token, queue_pl
 void node_set::release_everywhere(const key_set& keys, const std::string& token,
                                   queue_place place, fan_out_handler done) {
   const auto until = clock::now() + expiry_;
+  // A semaphore's slots are counted on every node (its acquire needs them all), so its release
+  // waits for every node's answer: returning on a majority let the next acquire find the slot
+  // still taken on the slowest node. A majority's confirmation is still what succeeds.
+  const std::size_t heard_from = keys.kind == key_kind::semaphore ? size() : majority();
   std::shared_ptr<fan_out> all;
-  if (done) all = std::make_shared<fan_out>(size(), quorum_rule{majority(), confirmed},
+  if (done) all = std::make_shared<fan_out>(size(), quorum_rule{heard_from, confirmed},
                                             std::move(done));
   for (std::size_t i = 0; i < size(); ++i) {
     release_on(i, keys, token, place, until, all ? fan_out::slot(all, i) : reply_handler{});

@@ -104,7 +104,8 @@ class node_set : public std::enable_shared_from_this<node_set> {
 
   /// Releases whatever `token` may hold under `keys` on every node, answered or not, and again
   /// on a node that gives no reply, until the grant would have expired. `done` settles once a
-  /// majority confirmed (or cannot): a silent node's release goes on being retried after it.
+  /// majority confirmed (or cannot; a semaphore's once every node answered): a silent node's
+  /// release goes on being retried after it.
   void release(const key_set& keys, const std::string& token, fan_out_handler done);
   /// What a give-back does with the waiter's place in the queue (key_set::queue): leaves it,
   /// or keeps it (a RedLock waiter's minority grant: its turn is not over).
