@@ -46,7 +46,8 @@ zk_session::zk_session(const dlock::backend& owner, const options& opts, std::ve
       executor_(std::move(executor)),
       contact_lost_(std::move(contact_lost)),
       negotiated_timeout_(options_.session_timeout),
-      disconnect_timer_(executor_) {
+      disconnect_timer_(executor_),
+      unreachable_grace_(executor_) {
   acl_.count = static_cast<std::int32_t>(acl_entries_.size());
   acl_.data = acl_entries_.data();
 }
@@ -110,6 +111,7 @@ void zk_session::on_connected() {
     }
   }
   disconnect_timer_.cancel();
+  unreachable_grace_.cancel();
   first_connection_.set_value(true);
   auto waiters = std::exchange(connect_waiters_, {});
   for (auto& waiter : waiters) waiter(nullptr);
@@ -217,11 +219,18 @@ void zk_session::fail_connect_waiters(std::exception_ptr error) {
 
 void zk_session::when_connected(std::function<void(std::exception_ptr)> then) {
   if (phase_ == phase::connected) return then(nullptr);
-  if (phase_ == phase::unreachable) {
-    return then(std::make_exception_ptr(
-        connection_error(owner_.message("no server of the ensemble reachable"))));
-  }
   connect_waiters_.push_back(std::move(then));
+  // Unreachable for a while, but the network may have healed a moment ago and the client not
+  // have reconnected yet: an acquire right after a heal would fail at once. So the caller
+  // waits as long as after a disconnection (t/6) before it hears that nothing answers.
+  if (phase_ != phase::unreachable || connect_waiters_.size() > 1) return;
+  unreachable_grace_.expires_after(negotiated_timeout_ / 6);
+  unreachable_grace_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!self || ec || self->phase_ != phase::unreachable) return;
+    self->fail_connect_waiters(std::make_exception_ptr(
+        connection_error(self->owner_.message("no server of the ensemble reachable"))));
+  });
 }
 
 }  // namespace dlock::zookeeper::detail

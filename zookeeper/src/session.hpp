@@ -85,7 +85,8 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   void ensure_path(const std::string& path, zk_handler then, std::string leaf_data = {});
   /// Runs `then(nullptr)` on the io thread once the session is connected, or
   /// `then(connection_error)` once it is unreachable (disconnected for a sixth of the session
-  /// timeout).
+  /// timeout). Asked while unreachable already, it still waits a sixth of the timeout more for
+  /// the client to reconnect (a heal may be moments old), then fails.
   void when_connected(std::function<void(std::exception_ptr)> then);
   /// Runs `then(connection_error)` on the io thread when the session becomes unreachable,
   /// unless forget_unreachable(id) came first. What a waiting acquire listens to: its watch
@@ -151,6 +152,8 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   std::atomic<std::int64_t> disconnected_since_{0};
   std::chrono::nanoseconds negotiated_timeout_{};
   boost::asio::steady_timer disconnect_timer_;
+  // Ends the wait of callers who asked for a connection while the session was unreachable.
+  boost::asio::steady_timer unreachable_grace_;
   std::deque<std::function<void(std::exception_ptr)>> connect_waiters_;
   std::vector<std::string> pending_removes_;
   std::map<std::uint64_t, std::function<void(std::exception_ptr)>> unreachable_waiters_;
