@@ -86,6 +86,40 @@ TEST_CASE("async_acquire works in a C++20 coroutine with use_awaitable", "[contr
   CHECK(timed_out);
 }
 
+TEST_CASE("a use_awaitable acquire starts at its co_await and goes on on the coroutine's thread",
+          "[contract][async]") {
+  const auto name = unique_name("awaitable-lazy");
+  auto provider = backend().make_provider();
+  auto other = backend().make_provider();
+  boost::asio::io_context io;
+  bool free_before_await = false;
+  bool empty_when_held = false;
+  bool timed_out_when_held = false;
+  std::thread::id resumed_on;
+  boost::asio::co_spawn(
+      io,
+      [&]() -> boost::asio::awaitable<void> {
+        auto pending = provider->create_lock(name).async_acquire(10s, {}, boost::asio::use_awaitable);
+        free_before_await = other->create_lock(name).try_acquire().has_value();
+        dlock::lock_handle held = co_await std::move(pending);
+        resumed_on = std::this_thread::get_id();
+        auto contender = other->create_lock(name);
+        empty_when_held =
+            !(co_await contender.async_try_acquire(0s, {}, boost::asio::use_awaitable));
+        try {
+          co_await contender.async_acquire(0s, {}, boost::asio::use_awaitable);
+        } catch (const dlock::timeout_error&) {
+          timed_out_when_held = true;
+        }
+      },
+      boost::asio::detached);
+  io.run();
+  CHECK(free_before_await);
+  CHECK(resumed_on == std::this_thread::get_id());
+  CHECK(empty_when_held);
+  CHECK(timed_out_when_held);
+}
+
 TEST_CASE("a negative timeout is rejected when the async operation is initiated",
           "[contract][async]") {
   auto lock = backend().make_provider()->create_lock(unique_name("async-negative"));
