@@ -146,9 +146,9 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
   constexpr std::chrono::microseconds settle(5000);
   // dlock's handoff and the raw ones in ten turns each, one after the other, so that all
   // see the same load on the machine. The raw floors' holders settle as dlock's does before
-  // releasing: a holder that polls pg_locks up to its release keeps its session's process and
-  // the waiter's on a core, while a release after a sleep wakes processes that were idle for
-  // milliseconds, which on this VM costs about as much again. So the hot floor is printed too,
+  // releasing: a holder that polls pg_locks up to its release keeps the machine's cores awake,
+  // while a release after a sleep wakes processes that were idle for milliseconds, which on
+  // this VM costs about as much again. So the hot floor is printed too,
   // beside dlock's hot handoff, whose holder polls pg_locks the same way.
   std::vector<double> handoff_samples, bare_handoff_samples, same_handoff_samples,
       hot_handoff_samples, hot_same_samples, ours_hot_samples;

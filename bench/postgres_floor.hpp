@@ -49,7 +49,8 @@ class raw_libpq {
 /// at the server (pg_locks), sleeps `settle` (as dlock's handoff does before its release),
 /// then sends `statements.release`; each sample is the time from sending the release to the
 /// waiter's statement returning, in microseconds. With no settle the holder polls pg_locks up
-/// to the release, which keeps both sides' processes on a core (the hot floor).
+/// to the release, which keeps its thread and its server process running and the machine's
+/// cores awake (the hot floor).
 std::vector<double> raw_handoff_us(const std::string& url, int rounds,
                                    const lock_statements& statements,
                                    std::chrono::microseconds settle);
