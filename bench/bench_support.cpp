@@ -37,8 +37,10 @@ struct handoff_board {
 // release, which the samples then count. Neither wait is inside a sample.
 constexpr auto poll_interval = std::chrono::microseconds(50);
 
+// Before its release the holder sleeps `settle`, or, given `peer_blocked`, asks it until the
+// peer is blocked.
 void take_turns(handoff_board& board, int me, const std::string& url, int rounds,
-                std::chrono::microseconds settle) {
+                std::chrono::microseconds settle, const std::function<bool()>& peer_blocked) {
   auto provider = dlock::make_provider(url);
   auto lock = provider->create_lock("handoff");
   const int peer = 1 - me;
@@ -64,7 +66,12 @@ void take_turns(handoff_board& board, int me, const std::string& url, int rounds
     while (!board.waiting[peer] && !board.finished[peer]) {
       std::this_thread::sleep_for(poll_interval);
     }
-    std::this_thread::sleep_for(settle);
+    if (peer_blocked) {
+      while (!board.finished[peer] && !peer_blocked()) {
+      }
+    } else {
+      std::this_thread::sleep_for(settle);
+    }
     board.release_started_ns = now_ns();
     held.release();
   }
@@ -170,7 +177,11 @@ void print_reader_writer_rows(const std::string& url, int iterations) {
               write_summary.median_us / lock_summary.median_us);
 }
 
-std::vector<double> handoff(const std::string& url, int rounds, std::chrono::microseconds settle) {
+namespace {
+
+std::vector<double> handoff_turns(const std::string& url, int rounds,
+                                  std::chrono::microseconds settle,
+                                  const std::function<bool()>& peer_blocked) {
   void* memory = ::mmap(nullptr, sizeof(handoff_board), PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) throw std::runtime_error("mmap failed");
@@ -179,14 +190,14 @@ std::vector<double> handoff(const std::string& url, int rounds, std::chrono::mic
   const pid_t child = ::fork();
   if (child == 0) {
     try {
-      take_turns(*board, 1, url, rounds, settle);
+      take_turns(*board, 1, url, rounds, settle, peer_blocked);
       ::_exit(0);
     } catch (const std::exception& e) {
       std::cerr << "handoff child: " << e.what() << "\n";
       ::_exit(1);
     }
   }
-  take_turns(*board, 0, url, rounds, settle);
+  take_turns(*board, 0, url, rounds, settle, peer_blocked);
   int status = 0;
   ::waitpid(child, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("handoff child failed");
@@ -194,6 +205,17 @@ std::vector<double> handoff(const std::string& url, int rounds, std::chrono::mic
   std::vector<double> samples(board->samples_us, board->samples_us + n);
   ::munmap(memory, sizeof(handoff_board));
   return samples;
+}
+
+}  // namespace
+
+std::vector<double> handoff(const std::string& url, int rounds, std::chrono::microseconds settle) {
+  return handoff_turns(url, rounds, settle, {});
+}
+
+std::vector<double> handoff(const std::string& url, int rounds,
+                            const std::function<bool()>& peer_blocked) {
+  return handoff_turns(url, rounds, std::chrono::microseconds(0), peer_blocked);
 }
 
 std::vector<std::int64_t> grants_per_process(const std::string& url, int contenders,

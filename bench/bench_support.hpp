@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,12 @@ void print_async_waiters(const std::string& url, int waiters);
 /// holder starting release() to the waiter's acquire() returning. Forks: call it while this
 /// process has no threads (no live provider).
 std::vector<double> handoff(const std::string& url, int rounds, std::chrono::microseconds settle);
+
+/// The same turns, but the holder asks `peer_blocked` (in its own process, again and again,
+/// never asleep) until the waiter is blocked at the server, then releases at once: the hot
+/// handoff, beside a raw floor whose holder polls the server the same way.
+std::vector<double> handoff(const std::string& url, int rounds,
+                            const std::function<bool()>& peer_blocked);
 
 /// `contenders` processes acquire and release the lock "contended" at `url` for `seconds`;
 /// grants per second, all processes together. Forks: call it while this process has no threads.

@@ -145,18 +145,28 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
   // The waiter's attempt and its blocking statement must be in place before the release.
   constexpr std::chrono::microseconds settle(5000);
   // dlock's handoff and the raw ones in ten turns each, one after the other, so that all
-  // three see the same load on the machine.
-  std::vector<double> handoff_samples, bare_handoff_samples, same_handoff_samples;
+  // see the same load on the machine. The raw floors' holders settle as dlock's does before
+  // releasing: a holder that polls pg_locks up to its release keeps the machine's cores awake,
+  // while a release after a sleep wakes processes that were idle for milliseconds, which on
+  // this VM costs about as much again. So the hot floor is printed too,
+  // beside dlock's hot handoff, whose holder polls pg_locks the same way.
+  std::vector<double> handoff_samples, bare_handoff_samples, same_handoff_samples,
+      hot_handoff_samples, hot_same_samples, ours_hot_samples;
   const int per_turn = std::max(handoffs / 10, 2);
+  const auto bare = dlock_bench::bare_statements("handoff-raw");
+  const auto same = dlock_bench::dlock_statements("handoff-raw");
+  const std::chrono::microseconds hot(0);
   for (int turn = 0; turn < 10; ++turn) {
     for (auto [into, samples] :
          {std::pair{&handoff_samples, handoff(url, per_turn, settle)},
           std::pair{&bare_handoff_samples,
-                    dlock_bench::raw_handoff_us(url, per_turn,
-                                                dlock_bench::bare_statements("handoff-raw"))},
+                    dlock_bench::raw_handoff_us(url, per_turn, bare, settle)},
           std::pair{&same_handoff_samples,
-                    dlock_bench::raw_handoff_us(url, per_turn,
-                                                dlock_bench::dlock_statements("handoff-raw"))}}) {
+                    dlock_bench::raw_handoff_us(url, per_turn, same, settle)},
+          std::pair{&hot_handoff_samples, dlock_bench::raw_handoff_us(url, per_turn, bare, hot)},
+          std::pair{&hot_same_samples, dlock_bench::raw_handoff_us(url, per_turn, same, hot)},
+          std::pair{&ours_hot_samples,
+                    handoff(url, per_turn, dlock_bench::waiter_blocked(url, "handoff"))}}) {
       into->insert(into->end(), samples.begin(), samples.end());
     }
   }
@@ -207,14 +217,25 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
     // Beside dlock's handoff: the same wake-up between two raw connections.
     const auto bare_handoff = summarize(bare_handoff_samples);
     const auto same_handoff = summarize(same_handoff_samples);
+    const auto hot_handoff = summarize(hot_handoff_samples);
+    const auto hot_same = summarize(hot_same_samples);
+    const auto ours_hot = summarize(ours_hot_samples);
     const auto ours_handoff = summarize(handoff_samples);
-    print_row("raw libpq handoff, advisory unlock -> lock", bare_handoff,
+    print_row("raw handoff, bare (holder settles 5 ms)", bare_handoff,
               bare_handoff_samples.size());
-    print_row("raw libpq handoff, dlock's statements", same_handoff,
+    print_row("raw handoff, dlock's statements (settles)", same_handoff,
               same_handoff_samples.size());
     std::printf("%-44s median %9.2fx / %.2fx\n", "dlock handoff / raw handoff (bare / same)",
                 ours_handoff.median_us / bare_handoff.median_us,
                 ours_handoff.median_us / same_handoff.median_us);
+    print_row("raw handoff, bare, holder polls (hot)", hot_handoff, hot_handoff_samples.size());
+    print_row("raw handoff, dlock's statements (hot)", hot_same, hot_same_samples.size());
+    print_row("dlock handoff, holder polls (hot)", ours_hot, ours_hot_samples.size());
+    std::printf("%-44s median %9.2fx / %.2fx\n", "hot: dlock / raw handoff (bare / same)",
+                ours_hot.median_us / hot_handoff.median_us,
+                ours_hot.median_us / hot_same.median_us);
+    std::printf("%-44s median %9.2fx\n", "dlock (settles) / hot bare raw (before 11-25)",
+                ours_handoff.median_us / hot_handoff.median_us);
   }
   print_generic_rows(url, handoff_samples, iterations);
   {

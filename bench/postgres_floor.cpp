@@ -110,7 +110,8 @@ int raw_libpq::server_sessions(const std::string& application) {
 }
 
 std::vector<double> raw_handoff_us(const std::string& url, int rounds,
-                                   const lock_statements& statements) {
+                                   const lock_statements& statements,
+                                   std::chrono::microseconds settle) {
   libpq_connection sides[2] = {libpq_connection(url), libpq_connection(url)};
   const int pids[2] = {PQbackendPID(sides[0].handle), PQbackendPID(sides[1].handle)};
   std::atomic<std::int64_t> release_sent_ns{0};
@@ -128,6 +129,7 @@ std::vector<double> raw_handoff_us(const std::string& url, int rounds,
           while (mine.run(blocked) == "0") {
             if (failed) return;
           }
+          std::this_thread::sleep_for(settle);
           release_sent_ns = steady_ns();
           mine.run(statements.release);
         } else {
@@ -150,6 +152,17 @@ std::vector<double> raw_handoff_us(const std::string& url, int rounds,
   sides[rounds % 2].run(statements.release);
   samples[0].insert(samples[0].end(), samples[1].begin(), samples[1].end());
   return samples[0];
+}
+
+std::function<bool()> waiter_blocked(const std::string& url, const std::string& name) {
+  const std::string blocked =
+      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND " +
+      dlock::postgres::detail::pg_locks_match(advisory_key::from_name(name));
+  auto connection = std::make_shared<std::unique_ptr<libpq_connection>>();
+  return [url, blocked, connection] {
+    if (!*connection) *connection = std::make_unique<libpq_connection>(url);
+    return (*connection)->run(blocked) != "0";
+  };
 }
 
 }  // namespace dlock_bench

@@ -1,6 +1,8 @@
 // The PostgreSQL side of dlock-bench: the raw libpq floors and what many held locks cost.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,9 +46,18 @@ class raw_libpq {
 
 /// The raw handoff floor: two connections, each on a thread of its own, take turns on one
 /// advisory lock. The holder waits until the other connection is blocked in `statements.wait`
-/// at the server (pg_locks), then sends `statements.release`; each sample is the time from
-/// sending the release to the waiter's statement returning, in microseconds.
+/// at the server (pg_locks), sleeps `settle` (as dlock's handoff does before its release),
+/// then sends `statements.release`; each sample is the time from sending the release to the
+/// waiter's statement returning, in microseconds. With no settle the holder polls pg_locks up
+/// to the release, which keeps its thread and its server process running and the machine's
+/// cores awake (the hot floor).
 std::vector<double> raw_handoff_us(const std::string& url, int rounds,
-                                   const lock_statements& statements);
+                                   const lock_statements& statements,
+                                   std::chrono::microseconds settle);
+
+/// For dlock's hot handoff (bench_support.hpp): whether a session waits at the server for the
+/// lock `name`. Connects on its first call, in the process that calls it (so make one per
+/// handoff run, after which the run forks).
+std::function<bool()> waiter_blocked(const std::string& url, const std::string& name);
 
 }  // namespace dlock_bench
