@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -108,6 +109,8 @@ std::int64_t now_ns() {
 }
 
 summary summarize(std::vector<double> samples) {
+  // No samples (a row asked for with a count of 0): "nan", and print_row says so.
+  if (samples.empty()) return {std::nan(""), std::nan("")};
   std::sort(samples.begin(), samples.end());
   auto at = [&](double q) {
     return samples[std::min(samples.size() - 1, static_cast<std::size_t>(q * samples.size()))];
@@ -120,6 +123,10 @@ std::string with_option(const std::string& url, const std::string& option) {
 }
 
 void print_row(const std::string& what, const summary& s, std::size_t n) {
+  if (n == 0) {
+    std::printf("%-44s not measured (n=0)\n", what.c_str());
+    return;
+  }
   std::printf("%-44s median %9.2f us   p99 %9.2f us   (n=%zu)\n", what.c_str(), s.median_us,
               s.p99_us, n);
 }
