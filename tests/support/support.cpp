@@ -219,5 +219,6 @@ int count_exclusive_sections(const std::filesystem::path& log) {
 }
 
 std::string cli_path() { return DLOCK_CLI_PATH; }
+std::string watchdog_path() { return DLOCK_WATCHDOG_PATH; }
 
 }  // namespace support

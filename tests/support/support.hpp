@@ -79,5 +79,7 @@ int exit_code(int wait_status);
 /// Paths of the programs under test, set by CMake.
 std::string helper_path();
 std::string cli_path();
+/// The dlock-watchdog helper of the build tree; empty where it is not built.
+std::string watchdog_path();
 
 }  // namespace support
