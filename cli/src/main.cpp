@@ -224,8 +224,8 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   const auto started = clock_type::now();
   // First: its exec (a clone(CLONE_VM) child's) runs on another core while this thread makes
   // the provider and takes the lock, so the command's child, which must wait for that exec,
-  // seldom does. When no command is started (the lock is taken, an error) it reads EOF at
-  // dlock's exit and ends too.
+  // seldom does. When no command is started (the lock is taken, an error), its destructor
+  // closes the pipe and waits for it to end (declared before the provider: after it goes).
   watchdog watcher(watchdog_helper_path());
   std::shared_ptr<dlock::provider> provider = make_provider(args.url);
   const std::string where = std::string(provider->scheme()) + " " + provider->endpoint();

@@ -26,11 +26,23 @@ struct dlock_run {
   std::string output;  // stdout and stderr
 };
 
-// The user id dlock runs under: no other process has it.
-unsigned user_id() { return 200000 + static_cast<unsigned>(::getpid()) % 100000; }
+// A hard link where it can be (no copy of a large executable), else a copy: either way the
+// program finds its helper (or none) beside the new path, as /proc/self/exe names it.
+void link_or_copy(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::create_hard_link(from, to, ec);
+  if (ec) fs::copy_file(from, to);
+}
+
+// The user ids dlock runs under, one with the limit and one without: no other process has
+// them. Two, because the unlimited run's watchdog, which dlock does not wait for, may outlive
+// it for a while (until whoever inherits it reaps it), and would count towards the limit.
+unsigned user_id(bool limited) {
+  return 200000 + static_cast<unsigned>(::getpid()) % 50000 * 2 + (limited ? 1 : 0);
+}
 
 // True while a process (a zombie too: it still counts towards the limit) has the real user id
-// `uid`, such as the watchdog of an earlier run, which dlock does not wait for.
+// `uid`.
 bool user_has_processes(unsigned uid) {
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
@@ -52,8 +64,8 @@ bool user_has_processes(unsigned uid) {
 // `limited`: dlock itself.
 dlock_run run_as_other_user(const fs::path& dlock, const fs::path& locks, const fs::path& marker,
                             bool limited) {
-  const std::string uid = std::to_string(user_id());
-  REQUIRE(support::wait_until([] { return !user_has_processes(user_id()); }, 10s));
+  const std::string uid = std::to_string(user_id(limited));
+  if (limited) REQUIRE(support::wait_until([] { return !user_has_processes(user_id(true)); }));
   // A leak check at exit would need a process of its own (ASan's builds).
   std::vector<std::string> argv{
       "/bin/sh", "-c",
@@ -105,7 +117,7 @@ TEST_CASE("dlock exits 71 and runs nothing when no watchdog can be started", "[c
   const fs::path bin = dir.path() / "bin";
   fs::create_directory(bin);
   const fs::path dlock = bin / "dlock";
-  fs::copy_file(installed, dlock);
+  link_or_copy(installed, dlock);
 
   SECTION("with the dlock-watchdog helper beside it") {
     const fs::path helper = support::watchdog_path();
@@ -116,7 +128,7 @@ TEST_CASE("dlock exits 71 and runs nothing when no watchdog can be started", "[c
     const fs::path helper_copy =
         bin / fs::relative(helper.parent_path(), installed.parent_path()) / "dlock-watchdog";
     fs::create_directories(helper_copy.parent_path());
-    fs::copy_file(helper, helper_copy);
+    link_or_copy(helper, helper_copy);
     require_it_works_unlimited(dlock, locks, marker);
     const auto run = run_as_other_user(dlock, locks, marker, true);
     CHECK(run.exit_code == 71);
