@@ -31,6 +31,7 @@
 #include "exit_codes.hpp"
 #include "inspect_commands.hpp"
 #include "supervised_child.hpp"
+#include "watchdog.hpp"
 
 namespace {
 
@@ -170,7 +171,8 @@ template <typename Held>
 int wait_and_supervise(const command_line& args, const sigset_t& original_mask, int signal_fd,
                        const std::string& where, clock_type::time_point started,
                        std::stop_source& stop, std::shared_ptr<acquire_result<Held>> result,
-                       std::shared_ptr<owned_fd> acquired_event, const held_check& check);
+                       std::shared_ptr<owned_fd> acquired_event, const held_check& check,
+                       watchdog& watcher);
 
 /// One attempt on this thread (`-n` on a local backend, file or memory, whose attempt is a
 /// few system calls): no hop to the provider's thread, which on a busy machine may wait for a
@@ -220,6 +222,11 @@ void start_locking(const command_line& args, dlock::provider& provider,
 
 int run(const command_line& args, const sigset_t& original_mask, int signal_fd) {
   const auto started = clock_type::now();
+  // First: its exec (a clone(CLONE_VM) child's) runs on another core while this thread makes
+  // the provider and takes the lock, so the command's child, which must wait for that exec,
+  // seldom does. When no command is started (the lock is taken, an error), its destructor
+  // closes the pipe and waits for it to end (declared before the provider: after it goes).
+  watchdog watcher(watchdog_helper_path());
   std::shared_ptr<dlock::provider> provider = make_provider(args.url);
   const std::string where = std::string(provider->scheme()) + " " + provider->endpoint();
   // This thread waits for the command anyway: it checks the lock for loss too, where the
@@ -238,19 +245,20 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
     if (args.value) election = election.with_value(*args.value);
     election.async_try_campaign(timeout, stop.get_token(), storing_into(result, acquired_event));
     return wait_and_supervise(args, original_mask, signal_fd, where, started, stop, result,
-                              acquired_event, check);
+                              acquired_event, check, watcher);
   }
   auto result = std::make_shared<acquire_result<dlock::lock_handle>>();
   start_locking(args, *provider, timeout, stop.get_token(), result, acquired_event);
   return wait_and_supervise(args, original_mask, signal_fd, where, started, stop, result,
-                            acquired_event, check);
+                            acquired_event, check, watcher);
 }
 
 template <typename Held>
 int wait_and_supervise(const command_line& args, const sigset_t& original_mask, int signal_fd,
                        const std::string& where, clock_type::time_point started,
                        std::stop_source& stop, std::shared_ptr<acquire_result<Held>> result,
-                       std::shared_ptr<owned_fd> acquired_event, const held_check& check) {
+                       std::shared_ptr<owned_fd> acquired_event, const held_check& check,
+                       watchdog& watcher) {
   auto lost_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (lost_event->get() < 0) {
     throw std::system_error(errno, std::generic_category(), "dlock: eventfd");
@@ -310,8 +318,7 @@ int wait_and_supervise(const command_line& args, const sigset_t& original_mask, 
 
   std::optional<supervised_child> child;
   try {
-    child.emplace(args.command, token_environment(args, token), original_mask,
-                  watchdog_helper_path());
+    child.emplace(args.command, token_environment(args, token), original_mask, watcher);
   } catch (const spawn_error& e) {
     std::cerr << e.what() << "\n";
     return e.exit_code;
@@ -383,7 +390,7 @@ int wait_and_supervise(const command_line& args, const sigset_t& original_mask, 
       kill_when_grace_ends();
     }
   }
-  child->disarm_watchdog();
+  watcher.disarm();
   // The command finished; its group may linger, but the lock no longer protects it.
   lost = lost || handle->lost();
   try {
@@ -470,6 +477,9 @@ int main(int argc, char** argv) {
 
   try {
     return run(args, original_mask, signal_fd.get());
+  } catch (const spawn_error& e) {
+    std::cerr << e.what() << "\n";
+    return e.exit_code;
   } catch (const std::invalid_argument& e) {
     std::cerr << e.what() << "\n" << usage_text;
     return exit_usage;

@@ -12,6 +12,7 @@
 
 #include "exit_codes.hpp"
 #include "raw_children.hpp"
+#include "watchdog.hpp"
 
 extern char** environ;
 
@@ -62,7 +63,7 @@ bool in_foreground_of(int terminal) {
 supervised_child::supervised_child(const std::vector<std::string>& command,
                                    const std::vector<std::string>& extra_env,
                                    const sigset_t& child_mask,
-                                   const std::string& watchdog_helper) {
+                                   watchdog& watcher) {
   const std::string program = resolve_command(command.at(0));
   std::vector<char*> argv;
   for (const auto& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -82,16 +83,15 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
   for (auto& extra : env_storage) envp.push_back(extra.data());
   envp.push_back(nullptr);
 
-  // The watchdog starts first; the child tells it the command's group before exec, so there
-  // is no moment when a command could fork and dlock die unwatched.
-  start_watchdog(watchdog_helper);
+  // The child tells the watchdog the command's group before exec, so there is no moment when
+  // a command could fork and dlock die unwatched.
   terminal_ = open_controlling_terminal();
   const bool give_terminal = in_foreground_of(terminal_);
   command_start start{.program = program.c_str(),
                       .argv = argv.data(),
                       .envp = envp.data(),
                       .parent = ::getpid(),
-                      .watchdog_fd = watchdog_pipe_,
+                      .watchdog_fd = watcher.command_pipe(),
                       .terminal = give_terminal ? terminal_ : -1,
                       .mask = &child_mask};
   const pid_t pid = start_command(start);
@@ -99,7 +99,7 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
     const int err = errno;
     if (terminal_ >= 0) ::close(terminal_);
     terminal_ = -1;
-    disarm_watchdog();
+    watcher.disarm();
     throw spawn_error(exit_os_error, std::string("dlock: clone: ") + std::strerror(err));
   }
   pid_ = pid;
@@ -112,43 +112,13 @@ supervised_child::supervised_child(const std::vector<std::string>& command,
     owns_terminal_ = false;
     ::close(terminal_);
     terminal_ = -1;
-    disarm_watchdog();
+    watcher.disarm();  // the pid it has is gone, and may be reused
     if (start.unwatched) {
       throw spawn_error(exit_os_error,
                         "dlock: cannot start the watchdog (fork failed); the command was not run");
     }
     throw spawn_error(start.exec_errno == ENOENT ? exit_not_found : exit_not_executable,
                       "dlock: " + program + ": " + std::strerror(start.exec_errno));
-  }
-}
-
-void supervised_child::start_watchdog(const std::string& helper) {
-  int ends[2];
-  if (::pipe2(ends, O_CLOEXEC) != 0) {
-    throw spawn_error(exit_os_error, std::string("dlock: pipe: ") + std::strerror(errno));
-  }
-  const pid_t watchdog = dlock::cli::start_watchdog(ends[0], ends[1], helper.empty() ? nullptr : helper.c_str());
-  const int err = errno;
-  ::close(ends[0]);
-  if (watchdog < 0) {
-    ::close(ends[1]);
-    throw spawn_error(exit_os_error, std::string("dlock: clone: ") + std::strerror(err));
-  }
-  watchdog_pipe_ = ends[1];
-  watchdog_pid_ = watchdog;
-}
-
-void supervised_child::disarm_watchdog() {
-  if (watchdog_pipe_ < 0) return;
-  const char verdict = 'x';
-  [[maybe_unused]] auto written = ::write(watchdog_pipe_, &verdict, 1);
-  ::close(watchdog_pipe_);
-  watchdog_pipe_ = -1;
-  // Not waited for: the verdict is in the pipe, so the watchdog leaves the group alone and
-  // exits on its own; waiting for it to be scheduled only delayed dlock's exit on a busy
-  // machine. Reaped here if it is gone already, else by whoever inherits it.
-  int status = 0;
-  while (::waitpid(watchdog_pid_, &status, WNOHANG) < 0 && errno == EINTR) {
   }
 }
 

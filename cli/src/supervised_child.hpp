@@ -1,6 +1,6 @@
 // The command that dlock runs under the lock: its own process group, the terminal handed to
-// it when dlock runs in the foreground, stopped and continued with it, and killed if dlock
-// dies.
+// it when dlock runs in the foreground, stopped and continued with it, and killed (by its
+// watchdog) if dlock dies.
 #pragma once
 
 #include <signal.h>
@@ -13,7 +13,9 @@
 
 namespace dlock::cli {
 
-/// The command could not be started; exit_code is 126, 127 or 71.
+class watchdog;
+
+/// The command (or its watchdog) could not be started; exit_code is 126, 127 or 71.
 struct spawn_error : std::runtime_error {
   spawn_error(int code, const std::string& message) : std::runtime_error(message), exit_code(code) {}
   int exit_code;
@@ -25,13 +27,14 @@ class supervised_child {
   /// `extra_env` ("K=V") added and the signal mask `child_mask`; dispositions stay as dlock
   /// inherited them (exec resets handlers; a SIGHUP ignored by nohup stays ignored).
   ///
-  /// A watchdog process is started beside it: if dlock dies without calling disarm_watchdog()
-  /// (SIGKILL, a crash), the watchdog kills the whole group, grandchildren included, so no
-  /// part of the command runs on without the lock. It runs `watchdog_helper` (the installed
-  /// dlock-watchdog; empty or missing: a fork of dlock instead). Throws spawn_error.
+  /// `watcher`, started earlier, learns the group before the command execs: if dlock dies
+  /// without calling watcher.disarm() (SIGKILL, a crash), it kills the whole group,
+  /// grandchildren included, so no part of the command runs on without the lock. The command
+  /// execs only once the watchdog has memory of its own (raw_children.hpp). Throws
+  /// spawn_error.
   supervised_child(const std::vector<std::string>& command,
                    const std::vector<std::string>& extra_env, const sigset_t& child_mask,
-                   const std::string& watchdog_helper);
+                   watchdog& watcher);
   /// Gives the terminal back to dlock's process group if the command had it.
   ~supervised_child();
   supervised_child(const supervised_child&) = delete;
@@ -47,19 +50,13 @@ class supervised_child {
   /// would, and on being continued hands the terminal back and continues the command.
   /// Throws std::system_error if the command cannot be waited for.
   std::optional<int> try_reap();
-  /// Tells the watchdog that dlock ends normally: leftovers of the group are left alone. Does
-  /// not wait for the watchdog to exit.
-  void disarm_watchdog();
 
  private:
-  void start_watchdog(const std::string& helper);
   void follow_stop();
 
   pid_t pid_ = -1;
   int terminal_ = -1;            // dlock's controlling terminal, or -1
   bool owns_terminal_ = false;   // the command's group has the terminal
-  int watchdog_pipe_ = -1;       // its write end; the watchdog reads EOF if dlock dies
-  pid_t watchdog_pid_ = -1;
 };
 
 }  // namespace dlock::cli

@@ -22,11 +22,15 @@ namespace {
 
 }  // namespace
 
-io_thread::io_thread() : context_(std::make_shared<boost::asio::io_context>(1)) {
+io_thread::io_thread() : context_(std::make_shared<boost::asio::io_context>(1)) {}
+
+void io_thread::make_reactor() const {
   try {
-    // Asio makes its reactor (an epoll and an eventfd descriptor) with the first timer or
-    // socket, which would be somewhere deep in a backend; making it here reports a process out
-    // of descriptors once, as a dlock::error, where the provider is made.
+    // Asio makes its reactor (an epoll, a timerfd and an eventfd descriptor) with the first
+    // timer or socket, which would be somewhere deep in a backend; making it here, with the
+    // thread, reports a process out of descriptors as a dlock::error at the executor() that
+    // needed it. Not with the io_thread: a provider used inline only (the dlock command's
+    // file lock) never pays for the five system calls.
     boost::asio::steady_timer{*context_};
   } catch (const boost::system::system_error& e) {
     throw_cannot_start(e);
@@ -38,6 +42,7 @@ io_thread::io_thread() : context_(std::make_shared<boost::asio::io_context>(1)) 
 void io_thread::start_thread() const {
   std::lock_guard lock(start_mutex_);
   if (started_.load(std::memory_order_relaxed)) return;
+  make_reactor();
   try {
     thread_ = std::thread([context = context_] {
       auto work = boost::asio::make_work_guard(*context);

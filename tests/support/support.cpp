@@ -1,6 +1,7 @@
 #include "support.hpp"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -51,6 +52,30 @@ temp_directory::temp_directory() {
 temp_directory::~temp_directory() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+descriptors_used_up::descriptors_used_up() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) throw std::runtime_error("getrlimit failed");
+  soft_limit_ = limit.rlim_cur;
+  limit.rlim_cur = 64;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) throw std::runtime_error("setrlimit failed");
+  lowered_ = true;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers_.push_back(fd);
+  open_errno_ = errno;
+}
+
+descriptors_used_up::~descriptors_used_up() { give_back(); }
+
+void descriptors_used_up::give_back() {
+  for (const int fd : fillers_) ::close(fd);
+  fillers_.clear();
+  if (!lowered_) return;
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = soft_limit_;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  lowered_ = false;
 }
 
 std::string unique_name(const std::string& base) {
@@ -219,5 +244,6 @@ int count_exclusive_sections(const std::filesystem::path& log) {
 }
 
 std::string cli_path() { return DLOCK_CLI_PATH; }
+std::string watchdog_path() { return DLOCK_WATCHDOG_PATH; }
 
 }  // namespace support

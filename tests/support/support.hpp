@@ -31,6 +31,26 @@ class temp_directory {
   std::filesystem::path path_;
 };
 
+/// Every file descriptor the process may open is in use while this lives: a low soft limit
+/// (RLIMIT_NOFILE), then the holes below it filled. give_back() (or destruction) closes them
+/// and restores the limit.
+class descriptors_used_up {
+ public:
+  descriptors_used_up();
+  ~descriptors_used_up();
+  descriptors_used_up(const descriptors_used_up&) = delete;
+  descriptors_used_up& operator=(const descriptors_used_up&) = delete;
+  /// The errno of the open that found no descriptor left: EMFILE when it worked.
+  int open_errno() const { return open_errno_; }
+  void give_back();
+
+ private:
+  std::vector<int> fillers_;
+  unsigned long long soft_limit_ = 0;
+  int open_errno_ = 0;
+  bool lowered_ = false;
+};
+
 /// A name unique to this process and call, for backends whose state outlives a test.
 std::string unique_name(const std::string& base);
 
@@ -79,5 +99,7 @@ int exit_code(int wait_status);
 /// Paths of the programs under test, set by CMake.
 std::string helper_path();
 std::string cli_path();
+/// The dlock-watchdog helper of the build tree; empty where it is not built.
+std::string watchdog_path();
 
 }  // namespace support
