@@ -11,14 +11,13 @@ namespace dlock::cli {
 class watchdog {
  public:
   /// Starts the watchdog process: the program `helper` (the installed dlock-watchdog) when it
-  /// is executable, else a fork of dlock (raw_children.hpp). Started before the lock is
-  /// acquired, so that its exec runs on another core while dlock makes the provider and takes
-  /// the lock, not while the command waits for it. Until a command's pid reaches it (the
-  /// command's child writes it there, supervised_child), it guards nothing: when dlock exits
-  /// without starting a command (the lock was taken, a signal, an error), the watchdog reads
-  /// EOF and exits too. Throws spawn_error (exit 71) when no process can be made.
+  /// is executable, else a fork of dlock (raw_children.hpp). Started once the lock is granted,
+  /// just before the command. Until a command's pid reaches it (the command's child writes it
+  /// there, supervised_child), it guards nothing: when dlock exits without starting a command
+  /// (the command could not be started), the watchdog reads EOF and exits too. Throws
+  /// spawn_error (exit 71) when no process can be made.
   explicit watchdog(const std::string& helper);
-  /// Without a command (command_pipe() never called: the lock was taken, a signal, an error):
+  /// Without a command (command_pipe() never called: the command could not be started):
   /// closes the pipe and waits for the watchdog, which ends at that EOF, so none is left over.
   /// With one, leaves the pipe open: the command stays guarded until dlock exits, so an error
   /// after its start still ends its group (disarm() is the normal end).
