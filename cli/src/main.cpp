@@ -171,8 +171,7 @@ template <typename Held>
 int wait_and_supervise(const command_line& args, const sigset_t& original_mask, int signal_fd,
                        const std::string& where, clock_type::time_point started,
                        std::stop_source& stop, std::shared_ptr<acquire_result<Held>> result,
-                       std::shared_ptr<owned_fd> acquired_event, const held_check& check,
-                       std::optional<watchdog>& watcher);
+                       std::shared_ptr<owned_fd> acquired_event, const held_check& check);
 
 /// One attempt on this thread (`-n` on a local backend, file or memory, whose attempt is a
 /// few system calls): no hop to the provider's thread, which on a busy machine may wait for a
@@ -222,12 +221,6 @@ void start_locking(const command_line& args, dlock::provider& provider,
 
 int run(const command_line& args, const sigset_t& original_mask, int signal_fd) {
   const auto started = clock_type::now();
-  // Started once the lock is granted, just before the command (wait_and_supervise): started
-  // before the attempt, a `-n` that found the lock taken paid for a watchdog it did not need,
-  // and under ASan the exit of such a run through the etcd plugin crashed LeakSanitizer's
-  // check (docs/benchmarks.md, "The watchdog first"). Declared before the provider, so it
-  // goes after it.
-  std::optional<watchdog> watcher;
   std::shared_ptr<dlock::provider> provider = make_provider(args.url);
   const std::string where = std::string(provider->scheme()) + " " + provider->endpoint();
   // This thread waits for the command anyway: it checks the lock for loss too, where the
@@ -246,20 +239,19 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
     if (args.value) election = election.with_value(*args.value);
     election.async_try_campaign(timeout, stop.get_token(), storing_into(result, acquired_event));
     return wait_and_supervise(args, original_mask, signal_fd, where, started, stop, result,
-                              acquired_event, check, watcher);
+                              acquired_event, check);
   }
   auto result = std::make_shared<acquire_result<dlock::lock_handle>>();
   start_locking(args, *provider, timeout, stop.get_token(), result, acquired_event);
   return wait_and_supervise(args, original_mask, signal_fd, where, started, stop, result,
-                            acquired_event, check, watcher);
+                            acquired_event, check);
 }
 
 template <typename Held>
 int wait_and_supervise(const command_line& args, const sigset_t& original_mask, int signal_fd,
                        const std::string& where, clock_type::time_point started,
                        std::stop_source& stop, std::shared_ptr<acquire_result<Held>> result,
-                       std::shared_ptr<owned_fd> acquired_event, const held_check& check,
-                       std::optional<watchdog>& watcher) {
+                       std::shared_ptr<owned_fd> acquired_event, const held_check& check) {
   auto lost_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (lost_event->get() < 0) {
     throw std::system_error(errno, std::generic_category(), "dlock: eventfd");
@@ -317,6 +309,11 @@ int wait_and_supervise(const command_line& args, const sigset_t& original_mask, 
   }
   handle->on_lost([lost_event] { ring(lost_event->get()); });
 
+  // The watchdog starts here, once the lock is granted, not before the attempt: a `-n` that
+  // found the lock taken paid for one it did not need, and under ASan the exit of such a run
+  // through the etcd plugin crashed LeakSanitizer's check (docs/benchmarks.md, "The watchdog
+  // first").
+  std::optional<watchdog> watcher;
   std::optional<supervised_child> child;
   try {
     watcher.emplace(watchdog_helper_path());
@@ -479,9 +476,6 @@ int main(int argc, char** argv) {
 
   try {
     return run(args, original_mask, signal_fd.get());
-  } catch (const spawn_error& e) {
-    std::cerr << e.what() << "\n";
-    return e.exit_code;
   } catch (const std::invalid_argument& e) {
     std::cerr << e.what() << "\n" << usage_text;
     return exit_usage;
