@@ -1,8 +1,12 @@
 // How soon a stop request ends a wait: well under 100 ms (DESIGN.md, "Acquire semantics"). The
 // bound holds for the 99th percentile of many stops per way of waiting, so a slow path cannot
-// hide behind one lucky sample, and one sample delayed by a loaded machine does not fail it.
+// hide behind one lucky sample, and one sample delayed by a loaded machine does not fail it. A
+// stop during which the whole process did not run (stall_watch) is taken again: that delay is
+// the machine's (a CI run under ASan once had one case with stops of 111 and 354 ms).
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <sstream>
@@ -25,6 +29,36 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 constexpr int samples = 100;
 constexpr auto bound = 100ms;
+// A gap this long between two wake-ups of stall_watch's thread: the process was not running.
+constexpr auto stall = bound / 2;
+
+// The longest time since reset() that this process went without running, as seen by a thread
+// that wakes every millisecond: a stall of the machine (a loaded runner, the hypervisor), which
+// a slow path of dlock's own does not cause, since that thread shares nothing with dlock.
+class stall_watch {
+ public:
+  stall_watch() : ticker_([this](std::stop_token stop) { tick(stop); }) {}
+
+  void reset() { longest_ = 0; }
+  clock_type::duration longest() const { return clock_type::duration(longest_.load()); }
+
+ private:
+  void tick(const std::stop_token& stop) {
+    auto last = clock_type::now();
+    while (!stop.stop_requested()) {
+      std::this_thread::sleep_for(1ms);
+      const auto now = clock_type::now();
+      const clock_type::rep gap = (now - last).count();
+      last = now;
+      clock_type::rep seen = longest_.load();
+      while (gap > seen && !longest_.compare_exchange_weak(seen, gap)) {
+      }
+    }
+  }
+
+  std::atomic<clock_type::rep> longest_{0};
+  std::jthread ticker_;  // last: it uses longest_
+};
 
 // How one wait ended: when, and with what.
 struct ending {
@@ -100,8 +134,9 @@ struct measured_case {
 
   std::string what() const { return way.what + (async ? ", async" : ", blocking"); }
 
-  // Starts a wait, stops it once it waits, and records how long the stop took.
-  void sample() {
+  // Starts a wait, stops it once it waits, and records how long the stop took, unless the
+  // process stalled meanwhile (then it counts the stop as retaken).
+  void sample(stall_watch& stalls) {
     std::stop_source stop;
     ending end;
     std::jthread blocking;
@@ -120,10 +155,15 @@ struct measured_case {
     }
     ++waits;
     REQUIRE(wait_until([&] { return waiter->metrics().waits == waits; }));
+    stalls.reset();
     const auto stopped_at = clock_type::now();
     stop.request_stop();
     REQUIRE(wait_until([&] { return end.done.load(); }));
-    latencies.push_back(end.at - stopped_at);
+    if (stalls.longest() >= stall) {
+      ++retaken;
+    } else {
+      latencies.push_back(end.at - stopped_at);
+    }
     try {
       if (end.error) std::rethrow_exception(end.error);
       ++not_cancelled;
@@ -141,6 +181,7 @@ struct measured_case {
   dlock::lock_handle held;
   std::uint64_t waits = 0;
   int not_cancelled = 0;
+  int retaken = 0;
   std::vector<clock_type::duration> latencies;
 };
 
@@ -154,11 +195,27 @@ TEST_CASE("a stop request ends a wait within 100 ms (p99)", "[contract][cancel][
   }
   // Round-robin over the cases: a stall of the whole machine (a loaded CI runner) then costs
   // each case one slow sample, where sample after sample of one case would fail it.
+  stall_watch stalls;
   for (int i = 0; i < samples; ++i) {
-    for (auto& c : cases) c->sample();
+    for (auto& c : cases) c->sample(stalls);
+  }
+  // The stops taken again, as many times at most as there are samples: a machine that stalls
+  // more often than that cannot measure this.
+  for (int round = 0; round < samples; ++round) {
+    bool short_of_samples = false;
+    for (auto& c : cases) {
+      if (c->latencies.size() < static_cast<std::size_t>(samples)) {
+        c->sample(stalls);
+        short_of_samples = true;
+      }
+    }
+    if (!short_of_samples) break;
   }
   for (auto& c : cases) {
     INFO(c->what());
+    INFO(c->retaken << " stops taken again: the process stalled " << stall.count()
+                    << " ms or more during them");
+    REQUIRE(c->latencies.size() == static_cast<std::size_t>(samples));
     CHECK(c->not_cancelled == 0);
     std::sort(c->latencies.begin(), c->latencies.end());
     INFO(summary(c->latencies));
