@@ -15,4 +15,9 @@ bash "$root/scripts/setup-debian.sh" --servers
 cd "$root"
 cmake --preset "$preset"
 cmake --build --preset "$preset"
-ctest --preset "$preset" "$@"
+build_dir=build
+[[ $preset == asan ]] && build_dir=build-asan
+if ! ctest --preset "$preset" "$@"; then
+  bash "$root/scripts/recap-failed-tests.sh" "$build_dir"
+  exit 1
+fi

@@ -5,6 +5,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <dlock/core/backend/stop_grace.hpp>
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
@@ -14,8 +15,6 @@ namespace dlock::etcd::detail {
 
 namespace {
 
-// How long a withdrawn acquire waits for etcd to confirm the deletion of its key.
-constexpr auto abandon_wait = std::chrono::milliseconds(80);
 // How long a transient failure (a member between leaders, a reconnect) waits before a retry.
 // Retries end when the provider's lease is lost: within its TTL.
 constexpr auto retry_delay = std::chrono::milliseconds(200);
@@ -287,8 +286,8 @@ void etcd_acquire::on_cancel() {
   if (calls_out_ == 0) return withdraw();
   // The call out (it may be creating our key) cleans up when it answers, which takes up to a
   // call's deadline when the cluster stalls; a stop request must end the wait promptly all
-  // the same, so the caller hears after abandon_wait at most.
-  stop_timer_.expires_after(abandon_wait);
+  // the same, so the caller hears after stop_grace at most.
+  stop_timer_.expires_after(stop_grace);
   stop_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->phase_ != phase::withdrawing) return;
     self->phase_ = phase::answered;
@@ -308,7 +307,7 @@ void etcd_acquire::withdraw() {
   backend_->delete_key(key, lease_id_, [self = shared_from_this()](grpc::Status) {
     if (self->phase_ != phase::finished) self->finish(nullptr, nullptr);
   });
-  stop_timer_.expires_after(abandon_wait);
+  stop_timer_.expires_after(stop_grace);
   stop_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (!ec && self->phase_ != phase::finished) self->finish(nullptr, nullptr);
   });

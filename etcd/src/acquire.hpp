@@ -34,7 +34,7 @@ std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<etcd_backend> b
 /// The state machine behind start_acquire(). Runs on the io thread only; cancel() posts there.
 ///
 ///   queueing --stop request--> withdrawing --no call out--> (key deleted) finished
-///   withdrawing --a call stays unanswered past abandon_wait--> answered (the caller hears
+///   withdrawing --a call stays unanswered past stop_grace--> answered (the caller hears
 ///       "not acquired"; the late answer still deletes our key) --> finished
 ///   queueing --grant, failure or one-shot miss--> finished
 ///   queueing --the provider's lease lost--> finished with connection_error
@@ -82,7 +82,7 @@ class etcd_acquire final : public acquire_operation,
   void fail(std::exception_ptr error);
   void on_cancel();
   /// Deletes our key (if a claim may have made it), then completes with no lease: once etcd
-  /// confirms, or after abandon_wait at most so that a stop request stays prompt.
+  /// confirms, or after stop_grace at most so that a stop request stays prompt.
   void withdraw();
   void grant();
   void finish(std::exception_ptr error, std::unique_ptr<lease> granted);

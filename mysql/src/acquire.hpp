@@ -10,15 +10,13 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/stop_grace.hpp>
 
 #include "session.hpp"
 
 namespace dlock::mysql::detail {
 
 class mysql_backend;
-
-/// How long a stop request waits for the server to end a wait before it completes anyway.
-inline constexpr std::chrono::milliseconds stop_grace{50};
 
 /// One acquire: an attempt on a shared connection; then, if it must wait, GET_LOCK with a
 /// timeout on a connection of its own (a semaphore waits at one slot for semaphore_retry,

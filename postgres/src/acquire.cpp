@@ -5,6 +5,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <dlock/core/backend/stop_grace.hpp>
+
 #include "backend.hpp"
 #include "election_key.hpp"
 #include "failure.hpp"
@@ -309,7 +311,6 @@ void pg_acquire::cancel_again(std::chrono::milliseconds after) {
 // the stop by stop_grace at the latest, while the session settles on its own: what the server
 // may still grant goes back, or goes with the session, as for any stop (docs/postgres.md).
 void pg_acquire::answer_stop_soon() {
-  constexpr auto stop_grace = std::chrono::milliseconds(50);
   answer_timer_.expires_after(stop_grace);
   answer_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     if (auto self = weak.lock(); self && !ec) self->answer(nullptr, nullptr);

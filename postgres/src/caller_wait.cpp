@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <optional>
 
+#include <dlock/core/backend/stop_grace.hpp>
 #include <dlock/core/errors.hpp>
 
 #include "acquire.hpp"
@@ -26,11 +27,6 @@ namespace dlock::postgres::detail {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-// A live server confirms a stop within milliseconds; a silent one never does, so the caller
-// hears of its stop after this at the latest, and the session is given up (the server frees
-// what it may still grant once it sees the session closed), as pg_acquire::answer_stop_soon.
-constexpr auto stop_grace = std::chrono::milliseconds(50);
 
 // How often a wait looks whether the server still answers the keepalive (silent_for_wait).
 constexpr auto silence_check = std::chrono::milliseconds(100);
@@ -185,6 +181,8 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
 
     const auto now = clock_type::now();
     if (stopped_at && now >= *stopped_at + stop_grace) {
+      // The server did not confirm the stop in time (a silent one never does): the session is
+      // given up, and the server frees what it may still grant once it sees the session closed.
       callers_->give_up(session);
       return nullptr;
     }

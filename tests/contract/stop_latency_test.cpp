@@ -1,8 +1,9 @@
 // How soon a stop request ends a wait: well under 100 ms (DESIGN.md, "Acquire semantics"). The
 // bound holds for the 99th percentile of many stops per way of waiting, so a slow path cannot
 // hide behind one lucky sample, and one sample delayed by a loaded machine does not fail it. A
-// stop during which the whole process did not run (stall_watch) is taken again: that delay is
-// the machine's (a CI run under ASan once had one case with stops of 111 and 354 ms).
+// stop during which the process lost 50 ms or more of running time (support::stall_watch) is
+// taken again: that delay is the machine's (a CI run under ASan once had one case with stops
+// of 111 and 354 ms).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,10 +18,12 @@
 #include <catch2/catch.hpp>
 
 #include "backend.hpp"
+#include "stall_watch.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
 using contract::backend;
+using support::stall_watch;
 using support::unique_name;
 using support::wait_until;
 
@@ -29,36 +32,8 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 constexpr int samples = 100;
 constexpr auto bound = 100ms;
-// A gap this long between two wake-ups of stall_watch's thread: the process was not running.
+// This much time lost by stall_watch's thread, in one gap or summed: the machine, not dlock.
 constexpr auto stall = bound / 2;
-
-// The longest time since reset() that this process went without running, as seen by a thread
-// that wakes every millisecond: a stall of the machine (a loaded runner, the hypervisor), which
-// a slow path of dlock's own does not cause, since that thread shares nothing with dlock.
-class stall_watch {
- public:
-  stall_watch() : ticker_([this](std::stop_token stop) { tick(stop); }) {}
-
-  void reset() { longest_ = 0; }
-  clock_type::duration longest() const { return clock_type::duration(longest_.load()); }
-
- private:
-  void tick(const std::stop_token& stop) {
-    auto last = clock_type::now();
-    while (!stop.stop_requested()) {
-      std::this_thread::sleep_for(1ms);
-      const auto now = clock_type::now();
-      const clock_type::rep gap = (now - last).count();
-      last = now;
-      clock_type::rep seen = longest_.load();
-      while (gap > seen && !longest_.compare_exchange_weak(seen, gap)) {
-      }
-    }
-  }
-
-  std::atomic<clock_type::rep> longest_{0};
-  std::jthread ticker_;  // last: it uses longest_
-};
 
 // How one wait ended: when, and with what.
 struct ending {
@@ -159,7 +134,7 @@ struct measured_case {
     const auto stopped_at = clock_type::now();
     stop.request_stop();
     REQUIRE(wait_until([&] { return end.done.load(); }));
-    if (stalls.longest() >= stall) {
+    if (stalls.stalled(stall)) {
       ++retaken;
     } else {
       latencies.push_back(end.at - stopped_at);
@@ -213,7 +188,7 @@ TEST_CASE("a stop request ends a wait within 100 ms (p99)", "[contract][cancel][
   }
   for (auto& c : cases) {
     INFO(c->what());
-    INFO(c->retaken << " stops taken again: the process stalled " << stall.count()
+    INFO(c->retaken << " stops taken again: the process lost " << stall.count()
                     << " ms or more during them");
     REQUIRE(c->latencies.size() == static_cast<std::size_t>(samples));
     CHECK(c->not_cancelled == 0);

@@ -19,6 +19,7 @@
 #include <dlock/dlock.hpp>
 
 #include "scenario.hpp"
+#include "stall_watch.hpp"
 #include "support.hpp"
 
 namespace {
@@ -278,13 +279,18 @@ TEST_CASE("a stop request ends a wait within 100 ms while its servers are silent
   }
   REQUIRE(support::wait_until([&] { return waiter->metrics().waits == waits; }, 10s));
   auto cut = s.cut_off();
-  // One stop at a time, each measured on its own: nothing the server would say can help.
+  // One stop at a time, each measured on its own: nothing the server would say can help. A
+  // stop during which the process lost half the bound of running time is the machine's delay.
   std::vector<outcome> stopped;
+  std::vector<milliseconds> took;  // the stops the machine did not stall
+  support::stall_watch stalls;
   for (int i = 0; i < waits; ++i) {
+    stalls.reset();
     const auto stopped_at = clock_type::now();
     stops[i].request_stop();
     stopped.push_back(waiting[i].get());
     stopped.back().measure_from(stopped_at);
+    if (!stalls.stalled(50ms)) took.push_back(stopped.back().took);
   }
   cut->heal();
   // What the stopped waits left at the server does not keep the names from others for long.
@@ -299,17 +305,17 @@ TEST_CASE("a stop request ends a wait within 100 ms while its servers are silent
         clock_type::now()));
   }
 
-  std::vector<milliseconds> took;
   for (const outcome& o : stopped) {
     INFO("a stopped wait: " << describe(o));
     CHECK(o.how == outcome::cancelled);
-    took.push_back(o.took);
   }
   std::sort(took.begin(), took.end());
+  INFO(waits - took.size() << " of " << waits << " stops not measured: the machine stalled");
+  REQUIRE(took.size() >= 2);
   s.report(std::string(async ? "async " : "") + "waits stopped while cut off, the slowest",
            took.back());
   // One stop delayed by a loaded machine is not the backend waiting for its server.
-  CHECK(took[waits - 2] < 100ms);
+  CHECK(took[took.size() - 2] < 100ms);
   for (const outcome& o : after_heal) check_granted_within(o, s.promised.granted_after);
 }
 

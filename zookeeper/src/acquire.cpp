@@ -6,6 +6,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <dlock/core/backend/stop_grace.hpp>
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
@@ -13,15 +14,6 @@
 #include "node_layout.hpp"
 
 namespace dlock::zookeeper::detail {
-
-namespace {
-
-// How long a withdrawn acquire waits for the server to confirm the deletion of its nodes.
-// Short enough that a stop request is answered well under 100 ms (the contract) with room
-// for a loaded machine, long enough for any live server to confirm.
-constexpr auto abandon_wait = std::chrono::milliseconds(50);
-
-}  // namespace
 
 std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<zookeeper_backend> backend,
                                                  acquire_request request, acquire_completion done) {
@@ -363,8 +355,8 @@ void zookeeper_acquire::on_cancel() {
   if (calls_out_ == 0) return abandon();
   // The call out (it may be creating our node) cleans up when it answers, which may take
   // up to a session timeout when the server stalls; a stop request must end the wait
-  // promptly all the same, so the caller hears after abandon_wait at most.
-  stop_timer_.expires_after(abandon_wait);
+  // promptly all the same, so the caller hears after stop_grace at most.
+  stop_timer_.expires_after(stop_grace);
   stop_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
     if (ec || self->phase_ != phase::withdrawing) return;
     self->phase_ = phase::answered;
@@ -384,7 +376,7 @@ void zookeeper_acquire::abandon() {
     });
   }
   if (*pending == 0) return finish(nullptr, nullptr);
-  abandon_timer_.expires_after(abandon_wait);
+  abandon_timer_.expires_after(stop_grace);
   abandon_timer_.async_wait([self = shared_from_this()](boost::system::error_code) {
     if (self->phase_ != phase::finished) self->finish(nullptr, nullptr);
   });

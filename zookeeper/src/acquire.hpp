@@ -37,7 +37,7 @@ std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<zookeeper_backe
 /// there.
 ///
 ///   queueing --stop request--> withdrawing --no call out--> (nodes deleted) finished
-///   withdrawing --a call stays unanswered past abandon_wait--> answered (the caller hears
+///   withdrawing --a call stays unanswered past stop_grace--> answered (the caller hears
 ///       "not acquired"; the late answer still deletes our node) --> finished
 ///   queueing --grant, failure or one-shot miss--> finished
 ///   queueing --the session unreachable--> finished with connection_error (our nodes are
@@ -134,7 +134,7 @@ class zookeeper_acquire final : public acquire_operation,
   // Ending.
   void on_cancel();
   /// Deletes our nodes, then completes with no lease: once the server confirms, so that a
-  /// caller who lists the queue next finds them gone, but after abandon_wait at most, so that
+  /// caller who lists the queue next finds them gone, but after stop_grace at most, so that
   /// a stop request is prompt even when the server does not answer (a delete cut off by the
   /// connection is retried after reconnecting; a session expiry removes the nodes anyway).
   void abandon();
