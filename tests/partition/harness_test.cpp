@@ -132,7 +132,12 @@ TEST_CASE("a new connect over a cut path fails within seconds and works again af
     const auto during = support::try_tcp_connect(at, 20s);
     CHECK_FALSE(during.connected);
     CHECK(during.error == EHOSTUNREACH);
-    CHECK(during.took < 5s);
+    // About 3 s (ARP's three probes), on this machine every time. The error reaches the socket
+    // as a host-unreachable ICMP to ourselves, which the kernel rate-limits; one lost, the
+    // retransmitted SYN takes a second round of ARP: about 10 s. A CI run once failed the old
+    // bound of 5 s, its detail lost; this one still tells "within seconds" from TCP's connect
+    // timeout of over two minutes.
+    CHECK(during.took < 15s);
     CHECK(support::try_tcp_connect(over_b.at(server), 5s).connected);
     WARN(server << ": connect over the cut path failed after " << during.took.count() << " ms ("
                 << std::strerror(during.error) << ")");
