@@ -23,7 +23,7 @@ while IFS= read -r entry; do
     $0 ~ /^[0-9]+\/[0-9]+ Test: / { sub(/^[0-9]+\/[0-9]+ Test: /, ""); current = $0; next }
     current == name && /^Output:/ { inside = 1; next }
     inside && /^<end of output>/ { inside = 0; current = ""; next }
-    inside && (/^-+$/ || /^~+$/ || /Catch v2 host application/ || /^Run with -\? for options/ || /^$/) { next }
+    inside && (/^[-~.=]+$/ || /is a Catch v[0-9.]+ host application/ || /^Filters: / || /^Run with -\? for options/ || /^$/) { next }
     inside && printed < lines { print "  " $0; printed++ }
   ' "$log"
 done < "$failed"
