@@ -53,9 +53,16 @@ std::string missing_table(support::mariadb_client& sql, const std::string& prefi
   return table;
 }
 
-// Ends the connection recorded as holder in `table`'s one row, as an operator's KILL would.
+// Ends the connection recorded as holder in `table`'s one row, as an operator's KILL would, and
+// waits until the server's thread for it is gone: the server frees the connection's named locks
+// as that thread ends, which the killed client may notice first (CI's ASan run once saw an
+// inspect right after the client's loss still list the killed holder, and keep its row).
 void kill_recorded_holder(support::mariadb_client& sql, const std::string& table) {
-  sql.query("KILL CONNECTION " + sql.value("SELECT holder FROM " + table));
+  const std::string id = sql.value("SELECT holder FROM " + table);
+  sql.query("KILL CONNECTION " + id);
+  REQUIRE(wait_until([&] {
+    return sql.value("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " + id) == "0";
+  }));
 }
 
 }  // namespace
