@@ -4,10 +4,12 @@
 #include <charconv>
 #include <functional>
 #include <optional>
+#include <utility>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <dlock/core/backend/stop_grace.hpp>
 #include <dlock/core/errors.hpp>
 
 #include "acquire_answer.hpp"
@@ -44,6 +46,20 @@ std::string milliseconds_text(std::chrono::nanoseconds duration) {
   return std::to_string(std::chrono::duration_cast<milliseconds>(duration).count()) + " ms";
 }
 
+// A "not granted" (or failure) answer that whichever of two handlers comes first gives.
+struct answer_once {
+  answer_once(acquire_completion done, std::exception_ptr error)
+      : done(std::move(done)), error(std::move(error)) {}
+  void give() {
+    if (std::exchange(given, true)) return;
+    auto answer = std::move(done);
+    answer(std::move(error), nullptr);
+  }
+  acquire_completion done;
+  std::exception_ptr error;
+  bool given = false;
+};
+
 class redis_acquire final : public acquire_operation,
                             public channel_listener,
                             public std::enable_shared_from_this<redis_acquire> {
@@ -57,7 +73,8 @@ class redis_acquire final : public acquire_operation,
         keys_(backend_->keys_for(request_)),
         token_(random_token()),
         wait_timer_(backend_->network_executor()),
-        give_up_timer_(backend_->network_executor()) {}
+        give_up_timer_(backend_->network_executor()),
+        withdraw_timer_(backend_->network_executor()) {}
 
   void start() {
     boost::asio::post(backend_->network_executor(), [self = shared_from_this()] {
@@ -387,14 +404,28 @@ class redis_acquire final : public acquire_operation,
     // On every node, whatever listening_ says: after one RedLock node's subscription was lost
     // (listening_ reset), the others still hold this operation (a no-op where it is absent).
     for (std::size_t i = 0; i < nodes_.size(); ++i) nodes_.unlisten(i, keys_.channel, this);
-    if (queued_ && !granted) {
-      // Leave the queue, so readers held back by it, or the next waiter, may go on.
-      nodes_.eval_everywhere(release_script(), keys_,
-                             {token_, "withdraw", keys_.channel, keys_.publish, keys_.queue},
-                             {nodes_.size(), confirmed}, [](std::vector<command_result>) {});
-    }
+    if (queued_ && !granted) return withdraw_then_answer(std::move(error));
     auto done = std::move(done_);
     done(std::move(error), std::move(granted));
+  }
+
+  // Leaves the queue, so readers held back by it, or the next waiter, may go on. The caller
+  // hears once the servers confirm, or after stop_grace at most (a silent server). Answered at
+  // once, a caller that then ends its provider or its process (dlock on a signal) could take
+  // the connection down before the withdrawal is sent: its place stayed at the head of the
+  // queue until the place's deadline, and the lock went to nobody meanwhile.
+  void withdraw_then_answer(std::exception_ptr error) {
+    auto answer = std::make_shared<answer_once>(std::move(done_), std::move(error));
+    nodes_.eval_everywhere(release_script(), keys_,
+                           {token_, "withdraw", keys_.channel, keys_.publish, keys_.queue},
+                           {nodes_.size(), confirmed},
+                           [self = shared_from_this(), answer](std::vector<command_result>) {
+                             self->withdraw_timer_.cancel();
+                             answer->give();
+                           });
+    withdraw_timer_.expires_after(stop_grace);
+    withdraw_timer_.async_wait(
+        [self = shared_from_this(), answer](boost::system::error_code) { answer->give(); });
   }
 
   std::shared_ptr<redis_backend> backend_;
@@ -408,6 +439,7 @@ class redis_acquire final : public acquire_operation,
   std::string arrival_;
   boost::asio::steady_timer wait_timer_;
   boost::asio::steady_timer give_up_timer_;
+  boost::asio::steady_timer withdraw_timer_;  ///< bounds the wait for a withdrawal's confirmation
   /// When a quorum last answered a try (or the acquire began); see contact().
   clock::time_point heard_at_{};
   std::string last_failure_;

@@ -146,6 +146,34 @@ TEST_CASE("a stop request while waiting leaves nothing on the server", "[contrac
   }
 }
 
+TEST_CASE("a stop request leaves nothing on the server even when its provider goes at once",
+          "[contract][cancel]") {
+  // As a process does that exits on a signal once its wait ended (the CLI): whatever the
+  // withdrawal still had to tell the server was told before the stop was answered, or goes
+  // with the provider's session, so the name is free for the next one at once.
+  for (const contention& c : contentions()) {
+    DYNAMIC_SECTION(c.what) {
+      held_name scene(c, "stopped-then-gone");
+      {
+        auto gone = backend().make_provider();
+        std::stop_source stop;
+        auto waiting = c.wait(*gone, scene.name, 1h, stop.get_token());
+        REQUIRE(wait_until([&] { return gone->metrics().waits == 1; }));
+        if (scene.before && backend().footprint_shows_waiters(c.kind)) {
+          REQUIRE(wait_until(
+              [&] { return backend().server_footprint(scene.name) != scene.before; }));
+        }
+        stop.request_stop();
+        CHECK_FALSE(outcome_of(waiting));
+      }
+      scene.held.release();
+      auto next = c.wait(*scene.waiter, scene.name, 0ms, {});
+      auto granted = outcome_of(next);
+      CHECK(granted);
+    }
+  }
+}
+
 TEST_CASE("a timed-out wait leaves nothing on the server", "[contract][cancel]") {
   for (const contention& c : contentions()) {
     DYNAMIC_SECTION(c.what) {
