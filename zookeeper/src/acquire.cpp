@@ -244,9 +244,9 @@ void zookeeper_acquire::at_head_of_queue() {
 void zookeeper_acquire::watch(const std::string& path) {
   zk_handler on_change = wake();
   const std::uint64_t serial = ++watch_serial_;
-  // The answer is looked at on the client's completion thread: the predecessor is there
-  // (nearly always) and the watch wakes us, so the io thread is woken only by an answer that
-  // needs it, one wake-up less per wait. It is no call out (step()): it creates nothing that
+  // The answer is looked at inside the client's processing: the predecessor is there (nearly
+  // always) and the watch wakes us, so the recipe runs again only for an answer that needs
+  // it. It is no call out (step()): it creates nothing that
   // a withdrawal must wait for, and one session's answer comes before its watch's event.
   session().exists(
       path,

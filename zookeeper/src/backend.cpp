@@ -29,8 +29,9 @@ zookeeper_backend::zookeeper_backend(options opts)
       held_(std::make_shared<held_watch>(session_, executor())) {}
 
 zookeeper_backend::~zookeeper_backend() {
-  session_->close();
+  // The io thread first: the single-threaded client must not be closed while it drives it.
   io().stop();
+  session_->close();
 }
 
 std::string zookeeper_backend::node_of(std::string_view name) const {
@@ -68,15 +69,19 @@ std::vector<zk_reply> zookeeper_backend::ask(const call_sender& send,
     answers.push_back(answer);
     return [answer](zk_reply reply) { answer.set_value(std::move(reply)); };
   });
-  using clock = std::chrono::steady_clock;
-  const clock::time_point deadline = clock::now() + options_.release_timeout;
   std::vector<zk_reply> replies;
-  for (const auto& answer : answers) {
-    const std::chrono::nanoseconds left = std::max(clock::duration::zero(), deadline - clock::now());
-    std::optional<zk_reply> reply = answer.get_for(left);
-    if (!reply) throw connection_error(no_answer);
-    replies.push_back(std::move(*reply));
-  }
+  const bool all_came = session_->await(
+      [&](std::chrono::nanoseconds wait) {
+        while (replies.size() < answers.size()) {
+          std::optional<zk_reply> reply = answers[replies.size()].get_within(wait);
+          if (!reply) return false;
+          replies.push_back(std::move(*reply));
+          wait = std::chrono::nanoseconds::zero();
+        }
+        return true;
+      },
+      std::chrono::steady_clock::now() + options_.release_timeout);
+  if (!all_came) throw connection_error(no_answer);
   return replies;
 }
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <zookeeper/zookeeper.h>
+#include "c_client.hpp"
 
 namespace dlock::zookeeper::detail {
 
@@ -37,7 +37,8 @@ inline bool is_connection_loss(int rc) { return rc == ZCONNECTIONLOSS || rc == Z
 inline bool is_session_gone(int rc) { return rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE; }
 
 /// Registers `handler` and returns its route id. With an `executor`, the handler is posted
-/// there; without one it runs on the client's completion thread and must not block.
+/// there; without one it runs inside the client's processing of the answer (on the io
+/// thread, in client_pump) and must not block nor call the client.
 std::uint64_t add_route(boost::asio::any_io_executor executor, zk_handler handler);
 /// Forgets a route (a watch no longer wanted). No-op for an unknown id.
 void drop_route(std::uint64_t id);
@@ -45,10 +46,10 @@ void drop_route(std::uint64_t id);
 void deliver(std::uint64_t id, zk_reply reply);
 
 /// The answers of two calls sent back to back, which the server answers together (a create
-/// and the listing pipelined behind it): returns the handlers to give the two calls, to run on
-/// the client's completion thread. The first answer to come is kept there; the second posts
-/// one handler to `executor` that runs `first` and then `second` with their answers. The
-/// executor's thread is woken once for both, not once per answer.
+/// and the listing pipelined behind it): returns the handlers to give the two calls, to run
+/// inside the client's processing. The first answer to come is kept there; the second posts
+/// one handler to `executor` that runs `first` and then `second` with their answers: the
+/// recipe moves on once, with both.
 std::pair<zk_handler, zk_handler> joined_answers(boost::asio::any_io_executor executor,
                                                  zk_handler first, zk_handler second);
 

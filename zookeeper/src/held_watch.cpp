@@ -38,8 +38,8 @@ void held_watch::watch(std::uint64_t id, const std::string& node) {
     if (auto self = weak.lock()) self->on_node_event(id, node, event.event);
   };
   std::uint64_t watch_id = 0;
-  // The answer is looked at on the client's completion thread, which only posts in the rare
-  // case that matters: one wake-up of the provider's thread less per grant.
+  // The answer is looked at inside the client's processing, which only posts in the rare case
+  // that matters: one handler less per grant.
   session_->exists(
       node,
       [weak = weak_from_this(), executor = executor_, id, node](zk_reply reply) {
@@ -106,8 +106,8 @@ std::shared_ptr<held_watch::early_watch> held_watch::watch_early(
     if (early->held_id) return self->on_node_event(early->held_id, early->node, event.event);
     if (event.event == ZOO_DELETED_EVENT) early->deleted_while_waiting();
   };
-  // As watch(): the answer is looked at on the client's completion thread, which posts only
-  // when the watch was not set.
+  // As watch(): the answer is looked at inside the client's processing, which posts only when
+  // the watch was not set.
   session_->exists(
       node,
       [weak = weak_from_this(), executor = executor_, weak_early](zk_reply reply) {

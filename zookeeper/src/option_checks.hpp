@@ -5,7 +5,7 @@
 #include <chrono>
 #include <vector>
 
-#include <zookeeper/zookeeper.h>
+#include "c_client.hpp"
 
 #include <dlock/zookeeper/options.hpp>
 

@@ -27,14 +27,20 @@ std::exception_ptr recorded_count_mismatch(const dlock::backend& backend,
 std::uint32_t count_free_slots(zookeeper_backend& backend, const acquire_request& request) {
   const std::string leases = backend.node_of(request.name) + "/leases";
   blocking_reply<zk_reply> data, children;
-  // Both answers are only handed over on the client's completion thread; the session answers
-  // in request order, so the data is there once the listing is.
+  // Both answers are only handed over inside the client's processing; the session answers in
+  // request order, so the data is there once the listing is.
   backend.session().get_data(
       leases, [data](zk_reply reply) { data.set_value(std::move(reply)); }, true);
   backend.session().get_children(
       leases, [children](zk_reply reply) { children.set_value(std::move(reply)); }, nullptr,
       nullptr, true);
-  const std::optional<zk_reply> listed = children.get_for(backend.settings().release_timeout);
+  std::optional<zk_reply> listed;
+  backend.session().await(
+      [&](std::chrono::nanoseconds wait) {
+        if (!listed) listed = children.get_within(wait);
+        return listed.has_value();
+      },
+      std::chrono::steady_clock::now() + backend.settings().release_timeout);
   if (!listed) {
     throw connection_error(backend.message("no answer when counting leases", request.name));
   }

@@ -1,9 +1,11 @@
 #include "session.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
 #include <dlock/core/errors.hpp>
@@ -30,7 +32,8 @@ void discard_client_log(const char*) {}
 void session_watcher(zhandle_t*, int type, int state, const char*, void* context) {
   if (type != ZOO_SESSION_EVENT) return;
   auto* watcher = static_cast<session_watcher_context*>(context);
-  // Only posts: the C client's thread never runs recipe code nor owns the session.
+  // Only posts: it runs inside the client's processing, where an expiry cannot yet close the
+  // handle.
   boost::asio::post(watcher->executor, [session = watcher->session, state] {
     if (auto self = session.lock()) self->on_session_event(state);
   });
@@ -45,6 +48,12 @@ zk_session::zk_session(const dlock::backend& owner, const options& opts, std::ve
       acl_entries_(std::move(acl)),
       executor_(std::move(executor)),
       contact_lost_(std::move(contact_lost)),
+      pump_(std::make_shared<client_pump>(executor_,
+                                          [executor = executor_] {
+                                            const auto* io = executor.target<
+                                                boost::asio::io_context::executor_type>();
+                                            return io && io->running_in_this_thread();
+                                          })),
       negotiated_timeout_(options_.session_timeout),
       disconnect_timer_(executor_),
       unreachable_grace_(executor_) {
@@ -55,9 +64,28 @@ zk_session::zk_session(const dlock::backend& owner, const options& opts, std::ve
 zk_session::~zk_session() { close(); }
 
 void zk_session::close() {
-  std::lock_guard lock(handle_mutex_);
-  if (handle_) zookeeper_close(handle_);
-  handle_ = nullptr;
+  if (zhandle_t* handle = pump_->stop()) zookeeper_close(handle);
+}
+
+bool zk_session::await(const std::function<bool(std::chrono::nanoseconds)>& answered,
+                       std::chrono::steady_clock::time_point deadline) {
+  using clock = std::chrono::steady_clock;
+  const auto io = executor_.target<boost::asio::io_context::executor_type>();
+  if (io && io->running_in_this_thread()) {
+    return pump_->run_until([&] { return answered(std::chrono::nanoseconds::zero()); },
+                            deadline);
+  }
+  // The io thread answers within a millisecond unless something holds it up; only then does
+  // this thread read the answers itself, a slice at a time.
+  constexpr std::chrono::milliseconds help_after{5};
+  constexpr std::chrono::milliseconds slice{2};
+  const auto left = [&] { return std::max(clock::duration::zero(), deadline - clock::now()); };
+  if (answered(std::min<clock::duration>(help_after, left()))) return true;
+  while (left() > clock::duration::zero()) {
+    pump_->help(slice);
+    if (answered(std::min<clock::duration>(slice, left()))) return true;
+  }
+  return answered(std::chrono::nanoseconds::zero());
 }
 
 void zk_session::open_and_wait() {
@@ -83,13 +111,13 @@ void zk_session::open() {
     throw connection_error(
         owner_.message(std::string("cannot start a session: ") + std::strerror(errno)));
   }
+  // Before the pump drives the handle, so that no other thread touches it meanwhile.
   if (!options_.user.empty()) {
     const std::string credentials = options_.user + ":" + options_.password;
     zoo_add_auth(handle, "digest", credentials.data(), static_cast<int>(credentials.size()),
                  nullptr, nullptr);
   }
-  std::lock_guard lock(handle_mutex_);
-  handle_ = handle;
+  pump_->start(handle);
 }
 
 void zk_session::on_session_event(int state) {
@@ -103,13 +131,13 @@ void zk_session::on_connected() {
   phase_ = phase::connected;
   if (std::exchange(connected_before_, true)) owner_.events().reconnected();
   disconnected_since_.store(0, std::memory_order_relaxed);
-  {
-    // The server may have changed the session timeout to fit its [min, max] range.
-    std::lock_guard lock(handle_mutex_);
-    if (handle_ && zoo_recv_timeout(handle_) > 0) {
-      negotiated_timeout_ = std::chrono::milliseconds(zoo_recv_timeout(handle_));
+  // The server may have changed the session timeout to fit its [min, max] range. (On the io
+  // thread, outside the client's processing: made at once.)
+  pump_->submit([this](zhandle_t* handle) {
+    if (handle && zoo_recv_timeout(handle) > 0) {
+      negotiated_timeout_ = std::chrono::milliseconds(zoo_recv_timeout(handle));
     }
-  }
+  });
   disconnect_timer_.cancel();
   unreachable_grace_.cancel();
   first_connection_.set_value(true);
@@ -198,12 +226,7 @@ void zk_session::on_expired() {
   // Ephemeral nodes went with the session: nothing of it is left to delete.
   pending_removes_.clear();
   orphans_.clear();
-  zhandle_t* expired = nullptr;
-  {
-    std::lock_guard lock(handle_mutex_);
-    expired = std::exchange(handle_, nullptr);
-  }
-  if (expired) zookeeper_close(expired);
+  if (zhandle_t* expired = pump_->stop()) zookeeper_close(expired);
   start_disconnect_clock();
   try {
     open();

@@ -1,9 +1,10 @@
 // Private to dlock::zookeeper: the provider's one ZooKeeper session and the calls made in it.
 //
-// The C client (its zhandle) runs its own I/O and completion threads. Its completions and
-// watchers only post to the provider's io thread (completion_routes.hpp routes them), where
-// the connection state below changes and every recipe step runs. Nothing here ever makes a
-// blocking ZooKeeper call.
+// The C client (its zhandle, the single-threaded build) is driven by client_pump.hpp on the
+// provider's io thread: every call of it is made there (a call from another thread is posted
+// there), and its completions and watchers run there, inside the pump, and post on
+// (completion_routes.hpp routes them) to where the connection state below changes and every
+// recipe step runs, the same thread. Nothing here ever makes a blocking ZooKeeper call.
 //
 // Connection phases, each decided on the io thread:
 //
@@ -35,6 +36,7 @@
 #include <dlock/core/backend/blocking_call.hpp>
 #include <dlock/zookeeper/options.hpp>
 
+#include "client_pump.hpp"
 #include "completion_routes.hpp"
 
 namespace dlock::zookeeper::detail {
@@ -52,14 +54,15 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
 
   /// Opens the session and waits up to connect_timeout for it. Throws connection_error.
   void open_and_wait();
-  /// Closes the session: joins the client's threads, whose pending completions then find
-  /// their routes' executors stopping. Idempotent.
+  /// Closes the session (the client tells the server, waiting up to a few seconds for it).
+  /// On the io thread, or once it has stopped: the owner stops it first. Idempotent.
   void close();
 
   // The ZooKeeper calls of the recipes. Each completes exactly once through `then`, posted to
   // the io thread (a call the client refuses completes with its error code).
-  /// `answer_on_client_thread` (here and below): `then` runs on the client's completion
-  /// thread (it must only post or hand the answer over), sparing the io thread a wake-up.
+  /// Each may be called from any thread; the call itself is made on the io thread.
+  /// `answer_on_client_thread` (here and below): `then` runs inside the client's processing
+  /// of the answer (it must only post or hand the answer over), not posted after it.
   void create(const std::string& path, bool sequential_ephemeral, zk_handler then,
               const std::string& data = {}, bool answer_on_client_thread = false);
   void get_data(const std::string& path, zk_handler then, bool answer_on_client_thread = false);
@@ -102,6 +105,13 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   /// A session event from the C client, posted to the io thread.
   void on_session_event(int state);
 
+  /// Waits until `answered(wait)` (which waits up to `wait` for the answers it counts) says
+  /// they all came, or `deadline`. On the io thread it reads the answers itself; elsewhere it
+  /// waits for the io thread, and reads them itself if the io thread is held up (a user's
+  /// handler running on it) for more than a few milliseconds. Returns whether they came.
+  bool await(const std::function<bool(std::chrono::nanoseconds wait)>& answered,
+             std::chrono::steady_clock::time_point deadline);
+
   /// Since when the session has been without a server (nullopt while connected, and before
   /// the first connection, whose wait reports its own errors). Any thread.
   std::optional<std::chrono::steady_clock::time_point> disconnected_since() const noexcept;
@@ -128,9 +138,11 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
                             void* watch_context, const void* context);
   void read(const std::string& path, zk_handler then, zk_handler* on_change,
             std::uint64_t* watch_id, const read_call& call, bool answer_on_client_thread);
-  /// Calls `call(handle, context)` with the current handle under handle_mutex_; when the
-  /// client refuses it (non-zero return), delivers that code to the route instead.
-  void issue(std::uint64_t route_id, const std::function<int(zhandle_t*, const void*)>& call);
+  /// Calls `call(handle, context)` with the current handle through the pump (at once on the
+  /// io thread, else queued for it); when the client refuses it (non-zero return), delivers
+  /// that code to the route instead.
+  using client_call = std::function<int(zhandle_t*, const void*)>;
+  void issue(std::uint64_t route_id, client_call call);
   boost::asio::any_io_executor answers_on(bool client_thread) const;
 
   const dlock::backend& owner_;
@@ -142,8 +154,8 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   // What the session watcher needs; outlives every handle (closed before it goes).
   std::unique_ptr<session_watcher_context> watcher_context_;
 
-  std::mutex handle_mutex_;
-  zhandle_t* handle_ = nullptr;
+  // Holds the client's handle, and every use of it.
+  std::shared_ptr<client_pump> pump_;
 
   // Touched on the io thread only.
   phase phase_ = phase::connecting;

@@ -1,5 +1,6 @@
 // The ZooKeeper calls of zk_session (session.hpp): each becomes a route (completion_routes.hpp)
-// and one asynchronous C client call in the current session.
+// and one asynchronous C client call in the current session, made on the io thread (the
+// single-threaded client has no locks), so each call's lambda holds copies of its arguments.
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -12,21 +13,18 @@ boost::asio::any_io_executor zk_session::answers_on(bool client_thread) const {
   return client_thread ? boost::asio::any_io_executor() : executor_;
 }
 
-void zk_session::issue(std::uint64_t route_id,
-                       const std::function<int(zhandle_t*, const void*)>& call) {
-  int rc = ZINVALIDSTATE;
-  {
-    std::lock_guard lock(handle_mutex_);
-    if (handle_) rc = call(handle_, route_context(route_id));
-  }
-  if (rc != ZOK) deliver(route_id, {.rc = rc});
+void zk_session::issue(std::uint64_t route_id, client_call call) {
+  pump_->submit([route_id, call = std::move(call)](zhandle_t* handle) {
+    const int rc = handle ? call(handle, route_context(route_id)) : ZINVALIDSTATE;
+    if (rc != ZOK) deliver(route_id, {.rc = rc});
+  });
 }
 
 void zk_session::create(const std::string& path, bool sequential_ephemeral, zk_handler then,
                         const std::string& data, bool answer_on_client_thread) {
   const auto id = add_route(answers_on(answer_on_client_thread), std::move(then));
   const int flags = sequential_ephemeral ? ZOO_EPHEMERAL_SEQUENTIAL : ZOO_CONTAINER;
-  issue(id, [&](zhandle_t* handle, const void* context) {
+  issue(id, [this, path, data, flags](zhandle_t* handle, const void* context) {
     return zoo_acreate2(handle, path.c_str(), data.data(), static_cast<int>(data.size()), &acl_,
                         flags, on_create_completion, context);
   });
@@ -71,9 +69,9 @@ void zk_session::read(const std::string& path, zk_handler then, zk_handler* on_c
     *watch_id = add_route(executor_, std::move(*on_change));
     watch_context = const_cast<void*>(route_context(*watch_id));
   }
-  issue(id, [&](zhandle_t* handle, const void* context) {
-    return call(handle, path.c_str(), on_change ? on_watch_event : nullptr, watch_context,
-                context);
+  const watcher_fn watcher = on_change ? on_watch_event : nullptr;
+  issue(id, [call, path, watcher, watch_context](zhandle_t* handle, const void* context) {
+    return call(handle, path.c_str(), watcher, watch_context, context);
   });
 }
 
@@ -101,7 +99,7 @@ void zk_session::exists(const std::string& path, zk_handler then, zk_handler* on
 void zk_session::get_data(const std::string& path, zk_handler then,
                           bool answer_on_client_thread) {
   const auto id = add_route(answers_on(answer_on_client_thread), std::move(then));
-  issue(id, [&](zhandle_t* handle, const void* context) {
+  issue(id, [path](zhandle_t* handle, const void* context) {
     return zoo_aget(handle, path.c_str(), 0, on_data_completion, context);
   });
 }
@@ -109,7 +107,7 @@ void zk_session::get_data(const std::string& path, zk_handler then,
 void zk_session::set_data(const std::string& path, const std::string& data,
                           std::int32_t version, zk_handler then, bool answer_on_client_thread) {
   const auto id = add_route(answers_on(answer_on_client_thread), std::move(then));
-  issue(id, [&](zhandle_t* handle, const void* context) {
+  issue(id, [path, data, version](zhandle_t* handle, const void* context) {
     return zoo_aset(handle, path.c_str(), data.data(), static_cast<int>(data.size()), version,
                     on_stat_completion, context);
   });
@@ -117,7 +115,7 @@ void zk_session::set_data(const std::string& path, const std::string& data,
 
 void zk_session::sync(const std::string& path, zk_handler then, bool answer_on_client_thread) {
   const auto id = add_route(answers_on(answer_on_client_thread), std::move(then));
-  issue(id, [&](zhandle_t* handle, const void* context) {
+  issue(id, [path](zhandle_t* handle, const void* context) {
     return zoo_async(handle, path.c_str(), on_string_completion, context);
   });
 }
@@ -130,7 +128,7 @@ void zk_session::remove(const std::string& path, zk_handler then) {
         }
         then(std::move(reply));
       });
-  issue(id, [&](zhandle_t* handle, const void* context) {
+  issue(id, [path](zhandle_t* handle, const void* context) {
     return zoo_adelete(handle, path.c_str(), -1, on_void_completion, context);
   });
 }
@@ -138,8 +136,8 @@ void zk_session::remove(const std::string& path, zk_handler then) {
 std::optional<int> zk_session::remove_and_wait(const std::string& path,
                                                std::chrono::nanoseconds timeout) {
   blocking_reply<int> answer;
-  // Runs on the client's completion thread: it only hands the code over (and a cut-off
-  // delete to the io thread to retry).
+  // Runs inside the client's processing of the answer: it only hands the code over (and a
+  // cut-off delete on to be retried).
   const auto id = add_route({}, [answer, weak = weak_from_this(), path](zk_reply reply) {
     if (is_connection_loss(reply.rc)) {
       if (auto self = weak.lock()) {
@@ -150,10 +148,17 @@ std::optional<int> zk_session::remove_and_wait(const std::string& path,
     }
     answer.set_value(int{reply.rc});
   });
-  issue(id, [&](zhandle_t* handle, const void* context) {
+  issue(id, [path](zhandle_t* handle, const void* context) {
     return zoo_adelete(handle, path.c_str(), -1, on_void_completion, context);
   });
-  return answer.get_for(timeout);
+  std::optional<int> rc;
+  await(
+      [&](std::chrono::nanoseconds wait) {
+        if (!rc) rc = answer.get_within(wait);
+        return rc.has_value();
+      },
+      std::chrono::steady_clock::now() + timeout);
+  return rc;
 }
 
 void zk_session::retry_pending_removes() {

@@ -4,7 +4,7 @@
 
 namespace dlock::zookeeper::detail {
 
-/// Called (when set) on the C client's completion thread with the path of every node a
+/// Called (when set) inside the C client's processing (on the provider's io thread) with the path of every node a
 /// create made, before the answer is delivered; returning true drops the answer as if it had
 /// been lost with the connection (the caller sees ZCONNECTIONLOSS, the node exists). A test
 /// pauses the server inside it, so that the acquire cannot settle the create.

@@ -71,6 +71,16 @@ class blocking_reply {
     return take(lock);
   }
 
+  /// As get_for(), for a waiter that waits in steps and does something between them: an
+  /// answer that did not come in time is still taken later.
+  std::optional<Result> get_within(std::chrono::nanoseconds timeout) const {
+    std::unique_lock lock(state_->mutex);
+    if (!state_->given_cv.wait_for(lock, timeout, [&] { return state_->given; })) {
+      return std::nullopt;
+    }
+    return take(lock);
+  }
+
  private:
   struct state {
     std::mutex mutex;
