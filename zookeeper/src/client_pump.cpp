@@ -82,6 +82,34 @@ void client_pump::submit(client_call call) {
     // The client sent the request at once, unless the socket was full or not connected yet.
     return arm();
   }
+  if (inside_client == 0) {
+    // Another thread (a blocking release): it makes the call itself, which sends the request
+    // at once, and wakes the io thread only if that thread's waits no longer fit (the client
+    // could not send it all, or reconnected); the answer wakes it anyway.
+    bool rearm = false;
+    {
+      std::unique_lock lock(client_mutex_);
+      const inside_client_use use;
+      make_queued_calls(lock);
+      call(handle_);
+      if (handle_) {
+        int fd = -1;
+        int interest = 0;
+        timeval tv{};
+        const std::uint64_t changes = socket_changes_.load();
+        if (zookeeper_interest(handle_, &fd, &interest, &tv) != ZOK) socket_changes_.fetch_add(1);
+        rearm = (interest & ZOOKEEPER_WRITE) || fd != known_fd_.load() ||
+                socket_changes_.load() != changes;
+      }
+    }
+    if (rearm) {
+      boost::asio::post(executor_, [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->arm();
+      });
+    }
+    return;
+  }
+  // Inside the client's processing: queued, and made right after it.
   bool first = false;
   {
     std::lock_guard lock(client_mutex_);
@@ -168,6 +196,7 @@ void client_pump::unbind() noexcept {
   reading_ = false;
   writing_ = false;
   bound_fd_ = -1;
+  known_fd_.store(-1);
   if (!socket_) return;
   // The client owns the socket (and may have closed it already): never let Asio close it.
   socket_->release();
@@ -203,6 +232,7 @@ void client_pump::arm() {
       socket_.emplace(executor_, fd);
       bound_fd_ = fd;
     }
+    known_fd_.store(bound_fd_);
   }
   if (socket_) {
     const auto generation = generation_;

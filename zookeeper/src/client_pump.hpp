@@ -10,10 +10,10 @@
 // (docs/benchmarks.md, "ZooKeeper contention").
 //
 // The client has no locks, so the pump's lock serializes every use of it. The io thread holds
-// it to make calls and read answers. A call from another thread is queued and made by the io
-// thread; and a thread that waits for an answer (a blocking release) reads answers itself
-// while the io thread is held up elsewhere (a user's handler), so that it never waits on a
-// thread it does not control (help()).
+// it to make calls and read answers; another thread holds it to make a call (a blocking
+// release's delete goes out from the releasing thread). A thread that waits for an answer
+// reads answers itself while the io thread is held up elsewhere (a user's handler), so that it
+// never waits on a thread it does not control (help()).
 #pragma once
 
 #include <atomic>
@@ -48,9 +48,9 @@ class client_pump final : public std::enable_shared_from_this<client_pump> {
   /// Stops driving and returns the handle, for zookeeper_close: on the io thread, or once it
   /// has stopped. Idempotent (then nullptr).
   zhandle_t* stop() noexcept;
-  /// Makes `call`: at once on the io thread, else queued for the io thread (or for a waiting
-  /// thread that helps). Calls made inside the client's processing (a completion) are queued
-  /// too, and made right after it.
+  /// Makes `call` at once, on any thread (another thread wakes the io thread only when its
+  /// waits must change). Calls made inside the client's processing (a completion) are queued,
+  /// and made right after it.
   void submit(client_call call);
   /// For a thread that waits for an answer, not the io thread: when nobody else is reading
   /// the client's answers right now, makes the queued calls and reads answers for up to
@@ -90,6 +90,8 @@ class client_pump final : public std::enable_shared_from_this<client_pump> {
   // Asio's side: io thread only.
   std::optional<boost::asio::posix::stream_descriptor> socket_;
   int bound_fd_ = -1;
+  // bound_fd_, for the other threads' calls: a socket Asio does not wait on needs the io thread.
+  std::atomic<int> known_fd_{-1};
   std::uint64_t bound_changes_ = 0;
   // Tells a wait's handler, which may run after the socket or the handle changed, that it is
   // not the current one.

@@ -25,6 +25,9 @@ namespace {
 // Long enough for a loaded server to accept and close; it only lengthens a failing open.
 constexpr std::chrono::milliseconds refusal_probe_wait{200};
 
+// How often a connected session looks the hosts up again (DNS changes of the ensemble).
+constexpr std::chrono::milliseconds resolution_interval{10'000};
+
 // The C client logs to stderr by default, connection refusals included, once per attempt;
 // dlock reports what matters through exceptions and the error hook instead.
 void discard_client_log(const char*) {}
@@ -112,6 +115,10 @@ void zk_session::open() {
         owner_.message(std::string("cannot start a session: ") + std::strerror(errno)));
   }
   // Before the pump drives the handle, so that no other thread touches it meanwhile.
+  // By default the client resolves the hosts again every time it is asked what it waits for:
+  // a getaddrinfo() (a netlink socket, /etc/hosts, maybe DNS) per answer read. Connected, it
+  // now resolves them at most every 10 s (it always does before connecting again).
+  zoo_set_servers_resolution_delay(handle, static_cast<int>(resolution_interval.count()));
   if (!options_.user.empty()) {
     const std::string credentials = options_.user + ":" + options_.password;
     zoo_add_auth(handle, "digest", credentials.data(), static_cast<int>(credentials.size()),
