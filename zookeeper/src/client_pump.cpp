@@ -235,27 +235,8 @@ void client_pump::arm() {
     known_fd_.store(bound_fd_);
   }
   if (socket_) {
-    const auto generation = generation_;
-    if ((interest & ZOOKEEPER_READ) && !reading_) {
-      reading_ = true;
-      socket_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                          [weak = weak_from_this(), generation](boost::system::error_code ec) {
-                            auto self = weak.lock();
-                            if (!self || generation != self->generation_) return;
-                            self->reading_ = false;
-                            if (!ec) self->on_ready(generation, ZOOKEEPER_READ);
-                          });
-    }
-    if ((interest & ZOOKEEPER_WRITE) && !writing_) {
-      writing_ = true;
-      socket_->async_wait(boost::asio::posix::stream_descriptor::wait_write,
-                          [weak = weak_from_this(), generation](boost::system::error_code ec) {
-                            auto self = weak.lock();
-                            if (!self || generation != self->generation_) return;
-                            self->writing_ = false;
-                            if (!ec) self->on_ready(generation, ZOOKEEPER_WRITE);
-                          });
-    }
+    if (interest & ZOOKEEPER_READ) wait_for(ZOOKEEPER_READ);
+    if (interest & ZOOKEEPER_WRITE) wait_for(ZOOKEEPER_WRITE);
   }
   // The timer only ever moves earlier: one that fires early costs a zookeeper_interest(),
   // which is cheaper than resetting the timer after every answer (the ping is due a third of
@@ -269,6 +250,21 @@ void client_pump::arm() {
     if (!self || ec == boost::asio::error::operation_aborted) return;
     self->timer_due_.reset();
     self->arm();
+  });
+}
+
+void client_pump::wait_for(int event) {
+  bool& waiting = event == ZOOKEEPER_READ ? reading_ : writing_;
+  if (waiting) return;
+  waiting = true;
+  const auto wait = event == ZOOKEEPER_READ ? boost::asio::posix::stream_descriptor::wait_read
+                                            : boost::asio::posix::stream_descriptor::wait_write;
+  socket_->async_wait(wait, [weak = weak_from_this(), generation = generation_,
+                             event](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (!self || generation != self->generation_) return;
+    (event == ZOOKEEPER_READ ? self->reading_ : self->writing_) = false;
+    if (!ec) self->on_ready(generation, event);
   });
 }
 

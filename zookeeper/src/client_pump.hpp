@@ -64,6 +64,8 @@ class client_pump final : public std::enable_shared_from_this<client_pump> {
  private:
   /// zookeeper_interest(), then waits for what it asked (the socket, the time). Io thread.
   void arm();
+  /// Waits for the socket to be readable (ZOOKEEPER_READ) or writable, unless it does already.
+  void wait_for(int event);
   void on_ready(std::uint64_t generation, int events);
   /// Makes the queued calls, with client_mutex_ held.
   void make_queued_calls(std::unique_lock<std::mutex>& held);
