@@ -58,7 +58,7 @@ class zookeeper_backend final : public dlock::backend,
   using call_sender = std::function<void(const std::function<zk_handler()>& answer)>;
   /// Makes the calls of `send` and waits for every answer, up to release_timeout in all;
   /// returns them in call order. Works on any thread; on the io thread it reads the answers
-  /// itself (zk_session::run_until). Throws connection_error(`no_answer`) when one does not come.
+  /// itself (zk_session::await). Throws connection_error(`no_answer`) when one does not come.
   std::vector<zk_reply> ask(const call_sender& send, const std::string& no_answer);
 
   const options& settings() const noexcept { return options_; }

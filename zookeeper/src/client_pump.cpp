@@ -72,27 +72,19 @@ zhandle_t* client_pump::stop() noexcept {
 }
 
 void client_pump::submit(client_call call) {
-  if (on_io_thread_() && inside_client == 0) {
+  if (inside_client == 0) {
+    // The call sends the request at once, unless the socket is full or not connected yet.
+    const bool io_thread = on_io_thread_();
+    bool rearm = io_thread;
     {
       std::unique_lock lock(client_mutex_);
       const inside_client_use use;
       make_queued_calls(lock);  // first: they were asked for earlier
       call(handle_);
-    }
-    // The client sent the request at once, unless the socket was full or not connected yet.
-    return arm();
-  }
-  if (inside_client == 0) {
-    // Another thread (a blocking release): it makes the call itself, which sends the request
-    // at once, and wakes the io thread only if that thread's waits no longer fit (the client
-    // could not send it all, or reconnected); the answer wakes it anyway.
-    bool rearm = false;
-    {
-      std::unique_lock lock(client_mutex_);
-      const inside_client_use use;
-      make_queued_calls(lock);
-      call(handle_);
-      if (handle_) {
+      if (!io_thread && handle_) {
+        // Another thread (a blocking release) wakes the io thread only if that thread's waits
+        // no longer fit (the client could not send it all, or reconnected); the answer wakes
+        // it anyway.
         int fd = -1;
         int interest = 0;
         timeval tv{};
@@ -102,11 +94,11 @@ void client_pump::submit(client_call call) {
                 socket_changes_.load() != changes;
       }
     }
-    if (rearm) {
-      boost::asio::post(executor_, [weak = weak_from_this()] {
-        if (auto self = weak.lock()) self->arm();
-      });
-    }
+    if (!rearm) return;
+    if (io_thread) return arm();
+    boost::asio::post(executor_, [weak = weak_from_this()] {
+      if (auto self = weak.lock()) self->arm();
+    });
     return;
   }
   // Inside the client's processing: queued, and made right after it.

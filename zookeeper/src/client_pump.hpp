@@ -43,6 +43,7 @@ class client_pump final : public std::enable_shared_from_this<client_pump> {
   /// Gives the socket back to the client without closing it.
   ~client_pump();
 
+  bool on_io_thread() const { return on_io_thread_(); }
   /// Starts driving `handle` (made by zookeeper_init, used by no one yet). Any thread.
   void start(zhandle_t* handle);
   /// Stops driving and returns the handle, for zookeeper_close: on the io thread, or once it

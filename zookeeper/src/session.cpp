@@ -73,8 +73,7 @@ void zk_session::close() {
 bool zk_session::await(const std::function<bool(std::chrono::nanoseconds)>& answered,
                        std::chrono::steady_clock::time_point deadline) {
   using clock = std::chrono::steady_clock;
-  const auto io = executor_.target<boost::asio::io_context::executor_type>();
-  if (io && io->running_in_this_thread()) {
+  if (pump_->on_io_thread()) {
     return pump_->run_until([&] { return answered(std::chrono::nanoseconds::zero()); },
                             deadline);
   }

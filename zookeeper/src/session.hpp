@@ -1,10 +1,11 @@
 // Private to dlock::zookeeper: the provider's one ZooKeeper session and the calls made in it.
 //
 // The C client (its zhandle, the single-threaded build) is driven by client_pump.hpp on the
-// provider's io thread: every call of it is made there (a call from another thread is posted
-// there), and its completions and watchers run there, inside the pump, and post on
-// (completion_routes.hpp routes them) to where the connection state below changes and every
-// recipe step runs, the same thread. Nothing here ever makes a blocking ZooKeeper call.
+// provider's io thread: it reads the answers there (a thread waiting for one reads it itself
+// if the io thread is held up), and its completions and watchers run inside the pump and post
+// on (completion_routes.hpp routes them) to where the connection state below changes and every
+// recipe step runs, the same thread. A call is made under the pump's lock on the calling
+// thread. Nothing here ever makes a blocking ZooKeeper call.
 //
 // Connection phases, each decided on the io thread:
 //
@@ -60,7 +61,7 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
 
   // The ZooKeeper calls of the recipes. Each completes exactly once through `then`, posted to
   // the io thread (a call the client refuses completes with its error code).
-  /// Each may be called from any thread; the call itself is made on the io thread.
+  /// Each may be called from any thread, and is made there (client_pump::submit).
   /// `answer_on_client_thread` (here and below): `then` runs inside the client's processing
   /// of the answer (it must only post or hand the answer over), not posted after it.
   void create(const std::string& path, bool sequential_ephemeral, zk_handler then,

@@ -1,6 +1,7 @@
 // The ZooKeeper calls of zk_session (session.hpp): each becomes a route (completion_routes.hpp)
-// and one asynchronous C client call in the current session, made on the io thread (the
-// single-threaded client has no locks), so each call's lambda holds copies of its arguments.
+// and one asynchronous C client call in the current session, made through the pump's lock
+// (client_pump::submit); a call made inside the client's processing is queued, so each call's
+// lambda holds copies of its arguments.
 #include <utility>
 
 #include <boost/asio/post.hpp>
