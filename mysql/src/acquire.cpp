@@ -133,12 +133,14 @@ void mysql_acquire::wait() {
 
 void mysql_acquire::waited(query_result r) {
   if (kill_sent_) {
-    // Our KILL may land after this statement ended, on whatever runs next, and a grant may
-    // have won the race: closing the connection settles both. A server that went silent
-    // after the deadline is a connection_error, never "not obtained".
-    end_wait();
-    const bool silent = r.connection_broken && timed_out_;
-    complete(silent ? backend_->failure(r, request_.name) : nullptr, nullptr);
+    if (r.connection_broken) {
+      // A server that went silent after the deadline is a connection_error, never "not
+      // obtained".
+      end_wait();
+      complete(timed_out_ ? backend_->failure(r, request_.name) : nullptr, nullptr);
+      return;
+    }
+    give_back_killed_wait();
     return;
   }
   if (!r.ok()) {
@@ -245,6 +247,21 @@ void mysql_acquire::kill_answered() {
     self->end_wait();
     self->complete(nullptr, nullptr);
   });
+}
+
+// A grant may have won the race against our KILL, and a KILL that ended the batch early left
+// what its first statements took (a writer's gate). The server frees all of it when the
+// connection closes, but only once its thread notices, after the caller may have heard: so
+// the wait's connection gives it back first, and the acquire completes once the server
+// confirmed. Closing afterwards settles a KILL that lands late, on whatever runs next (the
+// give-back then fails, and closing frees the rest).
+void mysql_acquire::give_back_killed_wait() {
+  session_->connection->execute(
+      release_sql(request_, backend_->statements(), std::nullopt),
+      [self = shared_from_this()](query_result) {
+        self->end_wait();
+        self->complete(nullptr, nullptr);
+      });
 }
 
 void mysql_acquire::end_wait() {

@@ -23,9 +23,9 @@ class mysql_backend;
 /// then tries them all, and moves on to the next slot).
 ///
 /// A stop sends KILL QUERY for the waiting statement from another connection, which ends the
-/// server's wait at once; the waiting connection is then closed, so that a grant that won
-/// the race, or a KILL that lands late, leaves nothing behind. Runs on the io thread except
-/// cancel().
+/// server's wait at once; the waiting connection then gives back whatever the killed batch
+/// took, so that the name is free once the stop is confirmed, and is closed, so that a KILL
+/// that lands late leaves nothing behind. Runs on the io thread except cancel().
 class mysql_acquire final : public acquire_operation,
                             public std::enable_shared_from_this<mysql_acquire> {
  public:
@@ -48,6 +48,7 @@ class mysql_acquire final : public acquire_operation,
   void stop();
   void kill_wait();
   void kill_answered();
+  void give_back_killed_wait();
   void end_wait();
   void complete(std::exception_ptr error, std::unique_ptr<lease> granted);
 
