@@ -927,12 +927,20 @@ init_mariadb_datadir() {
   echo "$socket_path" >"$dir/socket_path"
   local user=()
   ((EUID == 0)) && user=(--user=root)
-  if ! mariadb-install-db --no-defaults "${user[@]}" --datadir="$dir/data" --skip-test-db \
-    --auth-root-authentication-method=normal >"$dir/install-db.log" 2>&1; then
-    say "mariadb-install-db failed"
-    tail -n 20 "$dir/install-db.log" | sed 's/^/  install-db| /' >&2
-    return 1
-  fi
+  # Once again after a failure, in a fresh directory: a CI run once saw it fail while other
+  # servers started beside it, and its log's tail is only its advice, so the errors are shown.
+  local attempt
+  for attempt in 1 2; do
+    if mariadb-install-db --no-defaults "${user[@]}" --datadir="$dir/data" --skip-test-db \
+      --auth-root-authentication-method=normal >"$dir/install-db.log" 2>&1; then
+      return 0
+    fi
+    say "mariadb-install-db failed (attempt $attempt of 2)"
+    { grep -i -E 'error|fail|abort|signal|cannot|can.t' "$dir/install-db.log" | head -n 20
+      tail -n 5 "$dir/install-db.log"; } | sed 's/^/  install-db| /' >&2
+    rm -rf "$dir/data"
+  done
+  return 1
 }
 
 root_mariadb() {
