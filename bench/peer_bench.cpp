@@ -2,7 +2,7 @@
 // one URL, printed as "key value" lines that the script puts in one table.
 //
 //   dlock-peer-bench URL [--iterations N] [--handoffs N] [--contenders P] [--seconds S]
-//                        [--settle-us U] [--uncontended-only]
+//                        [--settle-us U] [--uncontended-only | --contended-only]
 //
 // uncontended_us: median of N acquire() + release of one lock (after N/10 to warm up).
 // handoff_us: two processes take strict turns on one lock, handing over only to a peer that
@@ -18,8 +18,8 @@
 //   thread hops of a grant cost (the server's own are not counted).
 // contended_wakeups_per_grant, contended_threads_wakeups_per_grant: the voluntary ones alone
 //   (a thread blocked, to be woken later), which preemptions on a loaded machine do not add to.
-// --uncontended-only: the first figure alone (bench/peers.sh repeats it, alternating with the
-//   peers', so that all see the same load).
+// --uncontended-only: the first figure alone; --contended-only: the contention's figures alone
+//   (bench/peers.sh repeats both, alternating with the peers', so that all see the same load).
 // bench/peers/py_lock_bench.py and bench/curator/CuratorBench.java print the same keys.
 #include <sys/resource.h>
 
@@ -60,19 +60,27 @@ int main(int argc, char** argv) try {
   // --settle-us is this program's own; the rest are the shared options.
   int settle_us = 3000;
   bool uncontended_only = false;
+  bool contended_only = false;
   std::vector<char*> shared;
   for (int i = 0; i < argc; ++i) {
     if (std::string(argv[i]) == "--settle-us" && i + 1 < argc) {
       settle_us = std::stoi(argv[++i]);
     } else if (std::string(argv[i]) == "--uncontended-only") {
       uncontended_only = true;
+    } else if (std::string(argv[i]) == "--contended-only") {
+      contended_only = true;
     } else {
       shared.push_back(argv[i]);
     }
   }
   const auto options = parse_run_options(static_cast<int>(shared.size()), shared.data(),
-                                         "dlock-peer-bench", "URL [--settle-us U] [--uncontended-only]");
+                                         "dlock-peer-bench",
+                                         "URL [--settle-us U] [--uncontended-only | --contended-only]");
   if (!options) return 64;
+  if (uncontended_only && contended_only) {
+    std::cerr << "dlock-peer-bench: --uncontended-only and --contended-only exclude each other\n";
+    return 64;
+  }
   const auto& [url, iterations, handoffs, contenders, seconds] = *options;
 
   const auto alone = [&, &url = url, &iterations = iterations] {
@@ -91,7 +99,9 @@ int main(int argc, char** argv) try {
     return 0;
   }
   // The runs that fork come first, while this process has no provider (and so no threads).
-  const auto handoff_samples = handoff(url, handoffs, std::chrono::microseconds(settle_us));
+  const auto handoff_samples =
+      contended_only ? std::vector<double>{}
+                     : handoff(url, handoffs, std::chrono::microseconds(settle_us));
   const auto children_before = context_switches(RUSAGE_CHILDREN);
   const auto grants = grants_per_process(url, contenders, seconds);
   const auto process_switches = context_switches(RUSAGE_CHILDREN) - children_before;
@@ -99,8 +109,10 @@ int main(int argc, char** argv) try {
   const auto self_before = context_switches(RUSAGE_SELF);
   const auto thread_grants = grants_per_thread(url, contenders, seconds);
   const auto thread_switches = context_switches(RUSAGE_SELF) - self_before;
-  std::printf("uncontended_us %.2f\n", alone().median_us);
-  std::printf("handoff_us %.2f\n", summarize(handoff_samples).median_us);
+  if (!contended_only) {
+    std::printf("uncontended_us %.2f\n", alone().median_us);
+    std::printf("handoff_us %.2f\n", summarize(handoff_samples).median_us);
+  }
   const auto print_contention = [&, &seconds = seconds](const char* key,
                                                         const std::vector<std::int64_t>& counts,
                                                         switches counted) {

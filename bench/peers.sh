@@ -63,17 +63,27 @@ redis=${DLOCK_TEST_REDIS#redis://}
 run_id=peers-$$
 
 # results["<system>/<key>"]: the "key value" lines of one system's run; uncontended_us
-# collects one median per run ("<system>/uncontended_runs").
+# collects one median per run ("<system>/uncontended_runs"), and each contention its figures
+# per run, kept together ("<system>/contended_runs", "<system>/contended_threads_runs": "rate
+# fewest most switches wakeups;" a run), so that the run with the median rate gives its spread.
 declare -A results
 collect() {
-  local system=$1 output
+  local system=$1 output key value group
   shift
   echo "peers: $system $* ..." >&2
   output=$("$@") || { echo "peers: $system failed" >&2; exit 1; }
+  local -A got=()
   while read -r key value; do
     results["$system/$key"]=$value
-    [[ $key != uncontended_us ]] || results["$system/uncontended_runs"]+=" $value"
+    got[$key]=$value
   done <<<"$output"
+  [[ -z ${got[uncontended_us]:-} ]] || results["$system/uncontended_runs"]+=" ${got[uncontended_us]}"
+  for group in contended contended_threads; do
+    [[ -n ${got[${group}_per_s]:-} ]] || continue
+    results["$system/${group}_runs"]+="${got[${group}_per_s]} ${got[${group}_fewest]}"
+    results["$system/${group}_runs"]+=" ${got[${group}_most]} ${got[${group}_switches_per_grant]:--}"
+    results["$system/${group}_runs"]+=" ${got[${group}_wakeups_per_grant]:--};"
+  done
 }
 
 # How each system is run; the arguments that follow are the workload's.
@@ -96,8 +106,10 @@ collect dlock-redis dlock_redis "${shared[@]}" --settle-us 2000
 # redis-py's waiter polls every 100 ms: fewer handoffs, or they alone take minutes.
 collect redis-py redis_py --iterations "$iterations" --handoffs "$polling_handoffs" \
   --contenders "$contenders" --seconds "$seconds" --settle-us 2000
-# The uncontended figure twice more, dlock and its peers in turn, so that a burst of load
-# on a shared machine does not decide a ratio: the table gives the median of the three.
+# The uncontended and contended figures twice more, dlock and its peers in turn, so that a
+# burst of load on a shared machine (a slow spell of a VM lasts seconds) does not decide a
+# ratio: the table gives the median of the three.
+contention=(--contenders "$contenders" --seconds "$seconds")
 for _ in 1 2; do
   collect dlock-zookeeper dlock_zookeeper --iterations "$iterations" --uncontended-only
   collect kazoo kazoo --iterations "$iterations" --uncontended-only
@@ -106,12 +118,29 @@ for _ in 1 2; do
   fi
   collect dlock-redis dlock_redis --iterations "$iterations" --uncontended-only
   collect redis-py redis_py --iterations "$iterations" --uncontended-only
+  collect dlock-zookeeper dlock_zookeeper "${contention[@]}" --contended-only
+  collect kazoo kazoo "${contention[@]}" --contended-only
+  if [[ -n $DLOCK_CURATOR_BENCH_CLASSPATH ]]; then
+    collect curator curator 0 0 "$contenders" "$seconds" contended
+  fi
+  collect dlock-redis dlock_redis "${contention[@]}" --contended-only
+  collect redis-py redis_py "${contention[@]}" --contended-only
 done
+# The middle one of lines sorted by their first number.
+median_line() { sed '/^$/d' | sort -g -k1,1 | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'; }
 for system in dlock-zookeeper kazoo curator dlock-redis redis-py; do
   runs=${results[$system/uncontended_runs]:-}
-  [[ -n $runs ]] || continue
-  results[$system/uncontended_us]=$(tr ' ' '\n' <<<"$runs" | sed '/^$/d' | sort -g |
-                                     awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+  [[ -z $runs ]] || results[$system/uncontended_us]=$(tr ' ' '\n' <<<"$runs" | median_line)
+  for group in contended contended_threads; do
+    runs=${results[$system/${group}_runs]:-}
+    [[ -n $runs ]] || continue
+    read -r rate fewest most switches wakeups < <(tr ';' '\n' <<<"$runs" | median_line)
+    results[$system/${group}_per_s]=$rate
+    results[$system/${group}_fewest]=$fewest
+    results[$system/${group}_most]=$most
+    [[ $switches == - ]] || results[$system/${group}_switches_per_grant]=$switches
+    [[ $wakeups == - ]] || results[$system/${group}_wakeups_per_grant]=$wakeups
+  done
 done
 
 # Files: per process, from dlock-cli-bench (alternating runs), and P loops of each command.
@@ -189,8 +218,8 @@ echo "| server | workload | dlock | peer | peer's figure | dlock ahead by (>1: d
 echo "| --- | --- | --- | --- | --- | --- |"
 uncontended="uncontended acquire + release, median (median of 3 runs)"
 handoff="handoff between two processes, median"
-contended="$contenders processes contending: grants/s (fewest to most of one process)"
-contended_threads="$contenders threads of one process (a session each) contending: grants/s (fewest to most of one thread)"
+contended="$contenders processes contending: grants/s (fewest to most of one process; median of 3 runs)"
+contended_threads="$contenders threads of one process (a session each) contending: grants/s (fewest to most of one thread; median of 3 runs)"
 for peer in curator:Curator kazoo:kazoo; do
   row ZooKeeper "$uncontended" dlock-zookeeper "${peer%%:*}" "${peer#*:}" uncontended_us false
   row ZooKeeper "$handoff" dlock-zookeeper "${peer%%:*}" "${peer#*:}" handoff_us false
@@ -205,7 +234,8 @@ row Redis "$handoff" dlock-redis redis-py "redis-py Lock" handoff_us false
 row Redis "$contended" dlock-redis redis-py "redis-py Lock" contended_per_s true
 row files "per process: \`dlock -n file://DIR job -- true\`, wall median" dlock-cli flock 'flock(1)' \
   uncontended_us false
-row files "$contended, one process per grant" dlock-cli flock 'flock(1)' contended_per_s true
+row files "$contenders shell loops contending: grants/s (fewest to most of one loop), one process per grant" \
+  dlock-cli flock 'flock(1)' contended_per_s true
 echo
 echo "dlock-zookeeper's context switches per grant, contenders' threads summed (not the server's):" \
   "${results[dlock-zookeeper/contended_switches_per_grant]:-?} as processes," \

@@ -1,10 +1,12 @@
 // Apache Curator doing what dlock-zookeeper-bench measures for dlock, for the same table
 // (bench/zookeeper_bench.cpp runs it after its own figures when Java was found).
 //
-//   java CuratorBench CONNECT BASE ITERATIONS HANDOFFS CONTENDERS SECONDS [keys|uncontended]
+//   java CuratorBench CONNECT BASE ITERATIONS HANDOFFS CONTENDERS SECONDS
+//                     [keys|uncontended|contended]
 //
 // With "keys", prints the "key value" lines of bench/peer_bench.cpp (bench/peers.sh) instead
-// of rows; with "uncontended", only the first of them.
+// of rows; with "uncontended", only the first of them; with "contended", only the contention's
+// (bench/peers.sh repeats both, alternating with dlock's).
 //
 // uncontended: InterProcessMutex acquire() + release(), ITERATIONS times.
 // handoff: two clients (two sessions) take strict turns on one InterProcessMutex; each sample
@@ -52,8 +54,13 @@ public final class CuratorBench {
     int contenders = Integer.parseInt(args[4]);
     double seconds = Double.parseDouble(args[5]);
     String mode = args.length > 6 ? args[6] : "";
-    keys = mode.equals("keys") || mode.equals("uncontended");
+    keys = mode.equals("keys") || mode.equals("uncontended") || mode.equals("contended");
+    if (!mode.equals("contended")) uncontendedAndHandoff(connect, base, iterations, handoffs, mode);
+    if (!mode.equals("uncontended")) contended(connect, base, contenders, seconds);
+  }
 
+  private static void uncontendedAndHandoff(String connect, String base, int iterations,
+                                            int handoffs, String mode) throws Exception {
     try (CuratorFramework c = client(connect)) {
       InterProcessMutex mutex = new InterProcessMutex(c, base + "/uncontended");
       List<Double> samples = new ArrayList<>();
@@ -100,6 +107,10 @@ public final class CuratorBench {
     for (Thread t : turns) t.start();
     for (Thread t : turns) t.join();
     printRow("Curator handoff between two clients", "handoff_us", new ArrayList<>(handoffSamples));
+  }
+
+  private static void contended(String connect, String base, int contenders, double seconds)
+      throws Exception {
 
     AtomicLongArray grants = new AtomicLongArray(contenders);
     AtomicInteger ready = new AtomicInteger();

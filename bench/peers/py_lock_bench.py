@@ -2,7 +2,7 @@
 """The workload of bench/peer_bench.cpp on a Python peer library, for bench/peers.sh.
 
     py_lock_bench.py kazoo HOST:PORT BASE [--iterations N] [--handoffs N] [--contenders P]
-                     [--seconds S] [--settle-us U] [--uncontended-only]
+                     [--seconds S] [--settle-us U] [--uncontended-only | --contended-only]
     py_lock_bench.py redis HOST:PORT PREFIX [...]
 
 kazoo: kazoo.recipe.lock.Lock (a sequential ephemeral node per waiter, a watch on the
@@ -12,8 +12,9 @@ redis: redis-py's Lock (SET NX PX, then a retry every `sleep` seconds, 0.1 by de
 
 Prints the "key value" lines of dlock-peer-bench: uncontended_us, handoff_us,
 contended_per_s, contended_fewest, contended_most, and the library's version (with
---uncontended-only, the first alone: bench/peers.sh repeats it, alternating with dlock's). Processes are
-forked before any of them has a client, as dlock-peer-bench does.
+--uncontended-only, the first alone; with --contended-only, the contention's: bench/peers.sh
+repeats both, alternating with dlock's). Processes are forked before any of them has a client,
+as dlock-peer-bench does.
 """
 import argparse
 import ctypes
@@ -156,22 +157,25 @@ def main():
     parser.add_argument("--contenders", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--settle-us", type=int, default=3000)
-    parser.add_argument("--uncontended-only", action="store_true")
+    only = parser.add_mutually_exclusive_group()
+    only.add_argument("--uncontended-only", action="store_true")
+    only.add_argument("--contended-only", action="store_true")
     args = parser.parse_args()
     if args.uncontended_only:
         print(f"uncontended_us {uncontended(args):.2f}")
         return
     # fork, as dlock-peer-bench: every process makes its own client after it starts.
     multiprocessing.set_start_method("fork")
-    handed = handoff(args)
+    handed = None if args.contended_only else handoff(args)
     per_second, fewest, most = contention(args)
-    alone = uncontended(args)
-    print(f"uncontended_us {alone:.2f}")
-    print(f"handoff_us {handed:.2f}")
+    if handed is not None:
+        print(f"uncontended_us {uncontended(args):.2f}")
+        print(f"handoff_us {handed:.2f}")
     print(f"contended_per_s {per_second:.0f}")
     print(f"contended_fewest {fewest}")
     print(f"contended_most {most}")
-    print(f"version {version(args.library)}")
+    if handed is not None:
+        print(f"version {version(args.library)}")
 
 
 if __name__ == "__main__":
