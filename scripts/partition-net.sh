@@ -143,13 +143,19 @@ netns_remove() {
   rm -f "$(netns_file)"
 }
 
-# Whether the namespace and all of its pairs are there.
+# Whether the namespace and all of its pairs are there. One listing of the namespace's links,
+# not one `ip` per pair: a cut is made while a test's clients wait, and on a loaded machine
+# each process started here costs milliseconds.
 netns_complete() {
-  local id path
+  local id path name
+  local -A present=()
   netns_exists && [[ -n $(netns_slot) ]] || return 1
+  while read -r name; do
+    present[${name%%@*}]=1
+  done < <(ip -n "$netns" -o link show 2>/dev/null | awk -F': ' '{ print $2 }')
   for id in "${partition_servers[@]}"; do
     for path in "${partition_paths[@]}"; do
-      ip -n "$netns" link show "$(ns_veth "$id" "$path")" >/dev/null 2>&1 || return 1
+      [[ -n ${present[$(ns_veth "$id" "$path")]:-} ]] || return 1
     done
   done
 }
@@ -158,18 +164,22 @@ path_is_cut() {
   ! ip -n "$netns" -o link show "$(ns_veth "$1" "$2")" 2>/dev/null | grep -q '[<,]UP[,>]'
 }
 
+# partition|heal ID [ID...] A|B
 require_path_args() {
-  (($# == 2)) || die "$command needs a server id and a path: $command ID A|B"
-  require_server_id "$1"
-  path_name "$2" >/dev/null || die "unknown path '$2' (A or B)"
+  (($# >= 2)) || die "$command needs server ids and a path: $command ID [ID...] A|B"
+  local id
+  for id in "${@:1:$# - 1}"; do require_server_id "$id"; done
+  path_name "${!#}" >/dev/null || die "unknown path '${!#}' (A or B)"
   netns_complete || die "the partition set's network ($netns) is not up in $state_dir; run: $0 --state-dir ${state_dir%/partition} --partition-set start"
 }
 
+# Every server named is cut at once (one `ip` each, nothing between them), so that a quorum is
+# lost at one moment, not as the cuts trickle in.
 command_partition() {
-  local id=$1 path
-  path=$(path_name "$2")
-  ip -n "$netns" link set "$(ns_veth "$id" "$path")" down
-  say "cut $id path ${path^^} ($(path_address "$id" "$path"))"
+  local path id
+  path=$(path_name "${!#}")
+  for id in "${@:1:$# - 1}"; do ip -n "$netns" link set "$(ns_veth "$id" "$path")" down; done
+  for id in "${@:1:$# - 1}"; do say "cut $id path ${path^^} ($(path_address "$id" "$path"))"; done
 }
 
 # Whether a packet crosses the path both ways now: a connect from the root namespace to a port
@@ -195,10 +205,12 @@ heal_path() {
 }
 
 command_heal() {
-  local id=$1 path
-  path=$(path_name "$2")
-  heal_path "$id" "$path"
-  say "healed $id path ${path^^}"
+  local path id
+  path=$(path_name "${!#}")
+  for id in "${@:1:$# - 1}"; do
+    heal_path "$id" "$path"
+    say "healed $id path ${path^^}"
+  done
 }
 
 command_heal_all() {

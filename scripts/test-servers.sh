@@ -56,7 +56,9 @@ usage: test-servers.sh [--state-dir DIR | --default-state-dir DIR] [--partition-
 
   --partition-set: the same commands act on the partition set, servers in a network namespace
   of their own (state in <state directory>/partition; needs root and iproute2), plus:
-  partition ID A|B | heal ID A|B     cut / restore one path to one server (silent, both ways)
+  partition ID... A|B | heal ID... A|B
+                                     cut / restore one path to each server named (silent, both
+                                     ways; the cuts at once)
   heal-all                           restore every cut path
   paths                              one line per server and path: address, up or cut
 EOF

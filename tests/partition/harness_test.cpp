@@ -163,6 +163,29 @@ TEST_CASE("cutting one member leaves the other members reachable over the same p
   }
 }
 
+TEST_CASE("partition_cut cuts every server it names at once and heals them all",
+          "[partition][harness]") {
+  support::partition_servers set;
+  const auto over_a = addresses(set, net_path::a);
+  for (const char* group : {"redlock", "zk"}) {
+    const std::string prefix = group;
+    if (!over_a.contains(prefix + "1")) continue;
+    const std::vector<std::string> cut_members{prefix + "1", prefix + "3"};
+    {
+      support::partition_cut cut(set, cut_members, net_path::a);
+      for (const std::string& member : cut_members) {
+        INFO(member << " cut with another member");
+        CHECK_FALSE(support::try_tcp_connect(over_a.at(member), 10s).connected);
+      }
+      CHECK(support::try_tcp_connect(over_a.at(prefix + "2"), 5s).connected);
+    }
+    for (const std::string& member : cut_members) {
+      INFO(member << " healed");
+      CHECK(support::try_tcp_connect(over_a.at(member), 5s).connected);
+    }
+  }
+}
+
 TEST_CASE("partition_cut heals on scope exit and heal_all heals every cut path",
           "[partition][harness]") {
   support::partition_servers set;

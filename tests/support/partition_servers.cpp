@@ -66,29 +66,51 @@ std::string partition_servers::url(std::string_view backend, net_path path) cons
                            " (is that server group part of the partition set?)");
 }
 
+namespace {
+
+void run_path_command(const char* command, const std::vector<std::string>& servers,
+                      net_path path) {
+  std::vector<std::string> arguments{command};
+  arguments.insert(arguments.end(), servers.begin(), servers.end());
+  arguments.emplace_back(path_letter(path));
+  run_partition_command(std::move(arguments));
+}
+
+}  // namespace
+
 void partition_servers::cut(std::string_view server, net_path path) {
-  run_partition_command({"partition", std::string(server), std::string(path_letter(path))});
+  cut(std::vector<std::string>{std::string(server)}, path);
 }
 
 void partition_servers::heal(std::string_view server, net_path path) {
-  run_partition_command({"heal", std::string(server), std::string(path_letter(path))});
+  heal(std::vector<std::string>{std::string(server)}, path);
+}
+
+void partition_servers::cut(const std::vector<std::string>& servers, net_path path) {
+  run_path_command("partition", servers, path);
+}
+
+void partition_servers::heal(const std::vector<std::string>& servers, net_path path) {
+  run_path_command("heal", servers, path);
 }
 
 void partition_servers::heal_all() { run_partition_command({"heal-all"}); }
 
+// One command for all the servers: one server after another, each its own run of the script,
+// took seconds on a loaded CI machine, and a quorum backend's waiters then failed (their bound
+// counted from the second cut) before the last cut was even made.
 partition_cut::partition_cut(partition_servers& servers, std::vector<std::string> servers_to_cut,
                              net_path path)
     : servers_(servers), path_(path) {
-  for (auto& server : servers_to_cut) {
-    servers_.cut(server, path_);
-    cut_.push_back(std::move(server));
-  }
+  if (servers_to_cut.empty()) return;
+  servers_.cut(servers_to_cut, path_);
+  cut_ = std::move(servers_to_cut);
 }
 
 void partition_cut::heal() {
   auto cut = std::move(cut_);
   cut_.clear();
-  for (const auto& server : cut) servers_.heal(server, path_);
+  if (!cut.empty()) servers_.heal(cut, path_);
 }
 
 partition_cut::~partition_cut() {

@@ -55,6 +55,12 @@ class partition_servers {
   /// Restores a cut path and returns once it carries packets again.
   void heal(std::string_view server, net_path path);
 
+  /// Cuts `path` to each of `servers` in one run of the script, all at one moment.
+  void cut(const std::vector<std::string>& servers, net_path path);
+
+  /// Restores `path` to each of `servers` in one run of the script.
+  void heal(const std::vector<std::string>& servers, net_path path);
+
   /// Restores every cut path of the set.
   void heal_all();
 
@@ -66,7 +72,7 @@ class partition_servers {
 /// leaves a partition behind for the next one. Errors on destruction go to stderr.
 class partition_cut {
  public:
-  /// Cuts `path` to each of `servers_to_cut`, in order.
+  /// Cuts `path` to each of `servers_to_cut`, all at once (one run of the script).
   partition_cut(partition_servers& servers, std::vector<std::string> servers_to_cut,
                 net_path path = net_path::a);
   ~partition_cut();
