@@ -123,7 +123,9 @@ void giving_up_passes_the_turn(const deployment& at) {
 void dead_head_passes_its_turn(const deployment& at) {
   const std::string name = unique_name("queued-dead-head");
   constexpr long expiry_ms = 2000;  // the URL's
-  constexpr long left_ms = 500;     // of the dead head's deadline
+  // Of the dead head's deadline: room for the provider's start and first try on a loaded
+  // machine (with 500 ms, a CI rehearsal's RedLock provider tried only after it lapsed).
+  constexpr long left_ms = 1500;
   // One deadline for every server (they share this host's clock), so that it lapses on all
   // of them at once.
   const long now_ms = std::stol(redis_cli(redis_test::port_of(at.endpoint, 0),
