@@ -6,7 +6,8 @@
 // each, alternating, so that both see the same load) and prints the median wall time and CPU
 // time (user + system) of every process a run makes, and their ratios to flock(1)'s. The bench
 // is a child subreaper, so that dlock's watchdog, which dlock leaves to exit on its own, comes
-// back to it and is counted with the run that started it. Each --url adds
+// back to it and is counted with the run that started it (its share also printed alone, as
+// "left"). Each --url adds
 // `dlock -n URL bench-cli -- /bin/true` to the rotation, and the shared libraries the dlock
 // process had mapped while it ran its command (what a URL's scheme makes it load).
 #include <spawn.h>
@@ -39,6 +40,7 @@ using clock_type = std::chrono::steady_clock;
 struct sample {
   double wall_us;
   double cpu_us;
+  double left_cpu_us;  // of cpu_us, the processes the run left behind (dlock's watchdog)
 };
 
 struct contender {
@@ -69,6 +71,7 @@ sample run_once(const std::vector<std::string>& argv) {
     throw std::runtime_error(argv[0] + " ... failed with status " + std::to_string(status));
   }
   double cpu_us = micros(usage.ru_utime) + micros(usage.ru_stime);
+  double left_cpu_us = 0;
   // The processes it left (dlock's watchdog), reparented to this subreaper: theirs too.
   for (;;) {
     rusage left{};
@@ -77,9 +80,10 @@ sample run_once(const std::vector<std::string>& argv) {
       if (errno == ECHILD) break;
       throw std::runtime_error("wait4 failed");
     }
-    cpu_us += micros(left.ru_utime) + micros(left.ru_stime);
+    left_cpu_us += micros(left.ru_utime) + micros(left.ru_stime);
   }
-  return {std::chrono::duration<double, std::micro>(ended - started).count(), cpu_us};
+  return {std::chrono::duration<double, std::micro>(ended - started).count(),
+          cpu_us + left_cpu_us, left_cpu_us};
 }
 
 double median(std::vector<double> values) {
@@ -165,8 +169,8 @@ int main(int argc, char** argv) {
       for (auto& c : contenders) c.samples.push_back(run_once(c.argv));
     }
     std::printf("%d runs of each, alternating (%s)\n", runs, dlock.c_str());
-    std::printf("%-60s %12s %12s %10s %10s\n", "per process (CPU: every process of a run)",
-                "wall median", "CPU median", "wall/flock", "CPU/flock");
+    std::printf("%-60s %12s %12s %10s %10s %16s\n", "per process (CPU: every process of a run)",
+                "wall median", "CPU median", "wall/flock", "CPU/flock", "left: CPU median");
     std::vector<double> flock_wall, flock_cpu;
     for (const auto& s : contenders[0].samples) {
       flock_wall.push_back(s.wall_us);
@@ -175,13 +179,15 @@ int main(int argc, char** argv) {
     const double wall_floor = median(flock_wall);
     const double cpu_floor = median(flock_cpu);
     for (const auto& c : contenders) {
-      std::vector<double> wall, cpu;
+      std::vector<double> wall, cpu, left_cpu;
       for (const auto& s : c.samples) {
         wall.push_back(s.wall_us);
         cpu.push_back(s.cpu_us);
+        left_cpu.push_back(s.left_cpu_us);
       }
-      std::printf("%-60s %9.0f us %9.0f us %9.3fx %9.3fx\n", c.label.c_str(), median(wall),
-                  median(cpu), median(wall) / wall_floor, median(cpu) / cpu_floor);
+      std::printf("%-60s %9.0f us %9.0f us %9.3fx %9.3fx %13.0f us\n", c.label.c_str(),
+                  median(wall), median(cpu), median(wall) / wall_floor, median(cpu) / cpu_floor,
+                  median(left_cpu));
     }
   } catch (const std::exception& e) {
     std::cerr << "dlock-cli-bench: " << e.what() << "\n";
