@@ -148,9 +148,9 @@ echo "peers: dlock and flock(1) per process ..." >&2
 locks=$state/file-locks
 mkdir -p "$locks"
 cli_output=$("$build/bench/dlock-cli-bench" --dlock "$build/cli/dlock" --runs "$cli_runs" --directory "$locks")
-# Its rows end: wall "us" CPU "us" wall-ratio CPU-ratio.
-results[flock/uncontended_us]=$(awk '/^flock /{print $(NF-5)}' <<<"$cli_output")
-results[dlock-cli/uncontended_us]=$(awk '/^dlock -n file:/{print $(NF-5)}' <<<"$cli_output")
+# Its rows end: wall "us" CPU "us" wall-ratio CPU-ratio left-CPU "us".
+results[flock/uncontended_us]=$(awk '/^flock /{print $(NF-7)}' <<<"$cli_output")
+results[dlock-cli/uncontended_us]=$(awk '/^dlock -n file:/{print $(NF-7)}' <<<"$cli_output")
 
 # P shell loops running one command until a common deadline; sets <system>/contended_*.
 command_contention() {
