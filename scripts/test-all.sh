@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing (servers included), builds everything
 # with AddressSanitizer and UndefinedBehaviorSanitizer (the `asan` preset, as CI does) and runs
-# every test with ctest; CTest fixtures start and stop the servers. `--plain` uses the
+# every test with ctest (up to three failed tests get one more run alone, and are named as
+# FLAKY if they pass: docs/testing.md); CTest fixtures start and stop the servers. `--plain` uses the
 # `default` preset (RelWithDebInfo, no sanitizer) instead; other arguments go to ctest.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
