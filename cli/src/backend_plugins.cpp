@@ -72,7 +72,8 @@ bool is_linked_scheme(std::string_view url) {
   return scheme == "file" || scheme == "memory";
 }
 
-char** command_line = nullptr;
+// This process's argv, for the hand-over to dlock-networked (execv with the same arguments).
+char** own_arguments = nullptr;
 
 void register_linked_backends() {
 #if DLOCK_CLI_WITH_FILE
@@ -90,14 +91,14 @@ std::string watchdog_helper_path() {
   return directory.empty() ? std::string() : (directory / "dlock-watchdog").string();
 }
 
-void remember_command_line(char** argv) { command_line = argv; }
+void remember_command_line(char** argv) { own_arguments = argv; }
 
 void hand_over_if_networked(std::string_view url) {
-  if (!DLOCK_CLI_LOCAL_ONLY || is_linked_scheme(url) || command_line == nullptr) return;
+  if (!DLOCK_CLI_LOCAL_ONLY || is_linked_scheme(url) || own_arguments == nullptr) return;
   const auto networked = plugin_directory() / "dlock-networked";
   std::error_code ec;
   if (!std::filesystem::exists(networked, ec)) return;
-  ::execv(networked.c_str(), command_line);
+  ::execv(networked.c_str(), own_arguments);
   throw dlock::error("dlock: cannot run " + networked.string() + " for a networked URL: " +
                      std::strerror(errno));
 }

@@ -16,8 +16,11 @@ namespace dlock::postgres::detail {
 /// A statement's parameter: text, or bytes sent as binary (any value, NUL bytes included).
 struct board_parameter {
   std::string bytes;
-  Oid type;  ///< 17 bytea (binary), 20 bigint, 23 integer (text)
+  Oid type;  ///< bytea_oid (binary), bigint_oid or integer_oid (text)
 };
+
+/// The types a board_parameter may have (PostgreSQL's pg_type.dat).
+inline constexpr Oid bytea_oid = 17, bigint_oid = 20, integer_oid = 23;
 
 /// Opens a connection (in non-blocking mode, for send_blocking) by `deadline`; nullptr with
 /// the reason in `why` when it cannot, and with `why` empty when the descriptor `wakeup`

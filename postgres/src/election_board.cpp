@@ -20,8 +20,6 @@ namespace dlock::postgres::detail {
 
 namespace {
 
-constexpr Oid bytea = 17, bigint = 20, integer = 23;
-
 // The session `pid` holds the election's advisory lock (the key is an integer literal).
 std::string held_by(const std::string& pid, const std::string& election) {
   return "EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = " +
@@ -62,10 +60,10 @@ class pg_election_board final : public election_board {
         "SELECT $1, $2, $3, $4 WHERE " + held_by("$4", name) + " ON CONFLICT (election) DO "
         "UPDATE SET term = excluded.term, value = excluded.value, pid = excluded.pid WHERE "
         "l.term <= excluded.term RETURNING 1) SELECT 1 FROM written, " + notify(name),
-        {{name, bytea},
-         {std::to_string(leadership.fencing_token()), bigint},
-         {std::string(value), bytea},
-         {std::to_string(holder_pid(leadership)), integer}},
+        {{name, bytea_oid},
+         {std::to_string(leadership.fencing_token()), bigint_oid},
+         {std::string(value), bytea_oid},
+         {std::to_string(holder_pid(leadership)), integer_oid}},
         election);
     if (leadership.lost() || !r.rows || PQntuples(r.rows.get()) != 1) {
       throw lock_lost_error(said("the lead of term " + std::to_string(leadership.fencing_token()) +
@@ -77,7 +75,8 @@ class pg_election_board final : public election_board {
   void withdraw(std::string_view election, const lease& leadership) override {
     run("WITH gone AS (DELETE FROM " + table_ + " WHERE election = $1 AND term = $2) SELECT " +
             notify(std::string(election)),
-        {{std::string(election), bytea}, {std::to_string(leadership.fencing_token()), bigint}},
+        {{std::string(election), bytea_oid},
+         {std::to_string(leadership.fencing_token()), bigint_oid}},
         election);
   }
 
@@ -87,7 +86,7 @@ class pg_election_board final : public election_board {
     const query_result r =
         run("SELECT l.term::text, l.value FROM " + table_ + " AS l WHERE l.election = $1 AND " +
                 held_by("l.pid", std::string(election)),
-            {{std::string(election), bytea}}, election);
+            {{std::string(election), bytea_oid}}, election);
     if (!r.rows || PQntuples(r.rows.get()) != 1) return std::nullopt;
     const PGresult* row = r.rows.get();
     return leader_info{std::string(PQgetvalue(row, 0, 1), PQgetlength(row, 0, 1)),

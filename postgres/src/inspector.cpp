@@ -15,8 +15,6 @@ namespace dlock::postgres::detail {
 
 namespace {
 
-constexpr Oid bytea = 17;
-
 party_kind kind_of(std::string_view word) {
   if (word == "read") return party_kind::read;
   if (word == "write") return party_kind::write;
@@ -57,7 +55,7 @@ board_connection& postgres_backend::inspector_connection() {
 
 query_result postgres_backend::inspector_query(const std::string& sql, const std::string& bytes,
                                                const std::string& what) {
-  query_result r = inspector_connection().run(sql, {{bytes, bytea}});
+  query_result r = inspector_connection().run(sql, {{bytes, bytea_oid}});
   if (r.connection_broken) throw connection_error(message(r.message + " (" + what + ")"));
   if (!r.ok()) {
     throw dlock::error(message("the server refused " + what + " (SQLSTATE " + r.sqlstate +

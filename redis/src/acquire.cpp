@@ -14,6 +14,7 @@
 
 #include "acquire_answer.hpp"
 #include "backend.hpp"
+#include "duration_text.hpp"
 #include "scripts.hpp"
 #include "token.hpp"
 
@@ -40,10 +41,6 @@ bool counter_read(const command_result& r) {
 
 bool granted_here(const command_result& r) {
   return read_acquire_answer(r).outcome == acquire_answer::kind::granted;
-}
-
-std::string milliseconds_text(std::chrono::nanoseconds duration) {
-  return std::to_string(std::chrono::duration_cast<milliseconds>(duration).count()) + " ms";
 }
 
 // A "not granted" (or failure) answer that whichever of two handlers comes first gives.

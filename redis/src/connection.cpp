@@ -12,16 +12,12 @@
 #include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
+#include "duration_text.hpp"
 #include "transport.hpp"
 
 namespace dlock::redis::detail {
 
 namespace {
-
-std::string milliseconds_text(std::chrono::nanoseconds duration) {
-  return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(duration).count()) +
-         " ms";
-}
 
 /// `arguments` in RESP, or nothing when hiredis could not allocate it.
 std::optional<std::string> formatted_command(const std::vector<std::string>& arguments) {
