@@ -36,7 +36,7 @@ int failures_of_two_contenders(
 }  // namespace
 
 TEST_CASE("acquire_all takes every listed lock, and releasing the set frees them all",
-          "[contract][acquire_all]") {
+          "[contract][deployment][acquire_all]") {
   auto provider = backend().make_provider();
   auto other = backend().make_provider();
   const auto a = unique_name("all-a");

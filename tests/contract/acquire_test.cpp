@@ -16,7 +16,7 @@ using support::unique_name;
 using support::wait_until;
 
 TEST_CASE("try_acquire on a free lock returns a held handle with a fencing token",
-          "[contract][acquire]") {
+          "[contract][deployment][acquire]") {
   auto provider = backend().make_provider();
   auto held = provider->create_lock(unique_name("free")).try_acquire();
   REQUIRE(held);
@@ -26,7 +26,7 @@ TEST_CASE("try_acquire on a free lock returns a held handle with a fencing token
 }
 
 TEST_CASE("try_acquire with zero timeout makes one attempt and returns empty when held",
-          "[contract][acquire]") {
+          "[contract][deployment][acquire]") {
   const auto name = unique_name("zero");
   auto holder = backend().make_provider();
   auto other = backend().make_provider();
@@ -37,7 +37,7 @@ TEST_CASE("try_acquire with zero timeout makes one attempt and returns empty whe
 }
 
 TEST_CASE("acquire throws timeout_error naming the lock and the endpoint",
-          "[contract][acquire]") {
+          "[contract][deployment][acquire]") {
   const auto name = unique_name("timeout");
   auto holder = backend().make_provider();
   auto other = backend().make_provider();
@@ -57,7 +57,7 @@ TEST_CASE("a negative timeout is invalid_argument", "[contract][acquire]") {
 }
 
 TEST_CASE("a stop request ends a wait and acquire throws cancelled_error",
-          "[contract][acquire][cancel]") {
+          "[contract][deployment][acquire][cancel]") {
   const auto name = unique_name("stop");
   auto holder = backend().make_provider();
   auto waiter = backend().make_provider();
@@ -96,7 +96,7 @@ TEST_CASE("try_acquire with an already stopped token returns empty without waiti
   CHECK_FALSE(backend().make_provider()->create_lock(name).try_acquire(1h, stop.get_token()));
 }
 
-TEST_CASE("a release wakes a waiter of another provider", "[contract][acquire]") {
+TEST_CASE("a release wakes a waiter of another provider", "[contract][deployment][acquire]") {
   const auto name = unique_name("handoff");
   auto holder = backend().make_provider();
   auto waiter = backend().make_provider();
@@ -149,7 +149,7 @@ TEST_CASE("contenders on one provider are served first come, first served",
 }
 
 TEST_CASE("fencing tokens strictly increase across grants and providers",
-          "[contract][fencing]") {
+          "[contract][deployment][fencing]") {
   const auto name = unique_name("fencing");
   std::vector<std::shared_ptr<dlock::provider>> providers{backend().make_provider(),
                                                           backend().make_provider()};
@@ -163,7 +163,7 @@ TEST_CASE("fencing tokens strictly increase across grants and providers",
 }
 
 TEST_CASE("threads of several providers never hold one lock together",
-          "[contract][exclusion]") {
+          "[contract][deployment][exclusion]") {
   const auto name = unique_name("exclusion");
   constexpr int providers = 3;
   constexpr int threads_per_provider = 2;

@@ -62,7 +62,8 @@ TEST_CASE("async_acquire with use_future rethrows timeout_error", "[contract][as
   CHECK(provider->create_lock(name).async_acquire(10s, {}, boost::asio::use_future).get());
 }
 
-TEST_CASE("async_acquire works in a C++20 coroutine with use_awaitable", "[contract][async]") {
+TEST_CASE("async_acquire works in a C++20 coroutine with use_awaitable",
+          "[contract][deployment][async]") {
   const auto name = unique_name("coroutine");
   auto provider = backend().make_provider();
   boost::asio::io_context io;
@@ -126,7 +127,7 @@ TEST_CASE("a negative timeout is rejected when the async operation is initiated"
   REQUIRE_THROWS_AS(lock.async_acquire(-1s, {}, boost::asio::use_future), std::invalid_argument);
 }
 
-TEST_CASE("a stop request cancels an async wait", "[contract][async][cancel]") {
+TEST_CASE("a stop request cancels an async wait", "[contract][deployment][async][cancel]") {
   const auto name = unique_name("async-stop");
   auto holder = backend().make_provider();
   auto held = holder->create_lock(name).acquire();

@@ -126,7 +126,8 @@ struct held_name {
 
 }  // namespace
 
-TEST_CASE("a stop request while waiting leaves nothing on the server", "[contract][cancel]") {
+TEST_CASE("a stop request while waiting leaves nothing on the server",
+          "[contract][deployment][cancel]") {
   for (const contention& c : contentions()) {
     DYNAMIC_SECTION(c.what) {
       held_name scene(c, "stopped");
@@ -194,7 +195,7 @@ TEST_CASE("a stop request leaves nothing on the server even when its provider go
   }
 }
 
-TEST_CASE("a timed-out wait leaves nothing on the server", "[contract][cancel]") {
+TEST_CASE("a timed-out wait leaves nothing on the server", "[contract][deployment][cancel]") {
   for (const contention& c : contentions()) {
     DYNAMIC_SECTION(c.what) {
       held_name scene(c, "timed-out");

@@ -89,7 +89,7 @@ std::vector<std::string> programs_of_children(pid_t parent) {
 }  // namespace
 
 TEST_CASE("dlock runs the command under the lock and exits with its status",
-          "[contract][cli]") {
+          "[contract][deployment][cli]") {
   const auto name = unique_name("cli-status");
   CHECK(run_dlock({}, name, {"/bin/sh", "-c", "exit 0"}) == 0);
   CHECK(run_dlock({}, name, {"/bin/sh", "-c", "exit 7"}) == 7);
@@ -116,7 +116,8 @@ TEST_CASE("dlock -n exits with the conflict code while another holds the lock",
   CHECK(run_dlock({"-n"}, name, {"true"}) == 0);
 }
 
-TEST_CASE("a waiting dlock runs its command once the holder finishes", "[contract][cli]") {
+TEST_CASE("a waiting dlock runs its command once the holder finishes",
+          "[contract][deployment][cli]") {
   const auto name = unique_name("cli-wait");
   holding_dlock holder({}, name);
   child_process waiter(dlock_command({"-w", "60"}, name, {"/bin/echo", "second ran"}));

@@ -6,7 +6,7 @@
 using contract::backend;
 
 TEST_CASE("an unreachable backend is a connection_error naming the endpoint",
-          "[contract][errors]") {
+          "[contract][deployment][errors]") {
   REQUIRE_THROWS_AS(backend().acquire_from_unreachable_endpoint(), dlock::connection_error);
   REQUIRE_THROWS_WITH(backend().acquire_from_unreachable_endpoint(),
                       Catch::Contains(backend().unreachable_endpoint()));

@@ -41,7 +41,7 @@ TEST_CASE("candidates in several processes lead one at a time, each term higher 
 
 TEST_CASE("a leader killed with SIGKILL stops being reported and another is elected with a "
           "higher term",
-          "[contract][election][multiprocess][fault]") {
+          "[contract][deployment][election][multiprocess][fault]") {
   const auto name = unique_name("killed-leader");
   child_process leader({support::helper_path(), "lead", backend().url(), name, "doomed"});
   const auto line = leader.read_line(30s);

@@ -37,7 +37,7 @@ struct pokes {
 
 TEST_CASE("a pushing board tells its watches of every change of leader, and nothing once a "
           "watch ends",
-          "[contract][election][observe]") {
+          "[contract][deployment][election][observe]") {
   auto watching = backend().make_provider();
   const std::shared_ptr<dlock::election_board> board = dlock::election_board_of(*watching);
   REQUIRE(board);

@@ -80,7 +80,7 @@ TEST_CASE("an election and the lock of the same name do not block each other",
 
 TEST_CASE("while one candidate leads another is not elected, and resigning lets it in with a "
           "higher term",
-          "[contract][election]") {
+          "[contract][deployment][election]") {
   auto first = backend().make_provider();
   auto second = backend().make_provider();
   const auto name = unique_name("handover");
@@ -196,7 +196,8 @@ TEST_CASE("async_campaign completes once the leader resigns, and async_try_campa
   CHECK(e.leader() == dlock::leader_info{"async", got.term()});
 }
 
-TEST_CASE("an observer sees every change of leader in order", "[contract][election][observe]") {
+TEST_CASE("an observer sees every change of leader in order",
+          "[contract][deployment][election][observe]") {
   auto provider = backend().make_provider();
   const auto name = unique_name("observed");
   dlock::election e = provider->create_election(name);

@@ -23,7 +23,7 @@ TEST_CASE("release empties the handle and is idempotent", "[contract][handle]") 
   CHECK(backend().make_provider()->create_lock(name).try_acquire());
 }
 
-TEST_CASE("destroying a handle releases the lock", "[contract][handle]") {
+TEST_CASE("destroying a handle releases the lock", "[contract][deployment][handle]") {
   const auto name = unique_name("raii");
   auto provider = backend().make_provider();
   { auto handle = provider->create_lock(name).acquire(); }
@@ -57,7 +57,8 @@ TEST_CASE("an empty handle is lost, has a stopped lost_token and fencing token 0
   CHECK(empty.fencing_token() == 0);
 }
 
-TEST_CASE("a handle is marked lost when the backend loses the lock", "[contract][lost]") {
+TEST_CASE("a handle is marked lost when the backend loses the lock",
+          "[contract][deployment][lost]") {
   const auto name = unique_name("lost");
   auto provider = backend().make_provider();
   auto handle = provider->create_lock(name).acquire();
@@ -75,7 +76,7 @@ TEST_CASE("a handle is marked lost when the backend loses the lock", "[contract]
   CHECK(backend().make_provider()->create_lock(name).try_acquire());
 }
 
-TEST_CASE("a held lock is never reported lost while it is held", "[contract][lost]") {
+TEST_CASE("a held lock is never reported lost while it is held", "[contract][deployment][lost]") {
   const auto name = unique_name("not-lost");
   auto provider = backend().make_provider();
   auto handle = provider->create_lock(name).acquire();
@@ -87,7 +88,7 @@ TEST_CASE("a held lock is never reported lost while it is held", "[contract][los
   CHECK_FALSE(handle.lost());
 }
 
-TEST_CASE("a handle and its lock object outlive their provider", "[contract][handle]") {
+TEST_CASE("a handle and its lock object outlive their provider", "[contract][deployment][handle]") {
   const auto name = unique_name("outlive");
   auto provider = backend().make_provider();
   auto lock = provider->create_lock(name);

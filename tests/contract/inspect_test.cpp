@@ -28,7 +28,7 @@ const dlock::lock_party* holder_with_token(const dlock::lock_inspection& found,
 }  // namespace
 
 TEST_CASE("inspect shows the holder of a lock with its owner, token and start",
-          "[contract][inspect]") {
+          "[contract][deployment][inspect]") {
   if (!backend().inspects()) {
     WARN(backend().label() << ": inspect is not implemented yet");
     return;
@@ -160,7 +160,7 @@ TEST_CASE("inspect shows the waiters the backend can see", "[contract][inspect]"
 }
 
 TEST_CASE("list_locks lists the names held under a prefix, held longest first",
-          "[contract][inspect]") {
+          "[contract][deployment][inspect]") {
   if (!backend().lists_locks()) {
     WARN(backend().label() << ": list_locks is not implemented yet");
     return;
@@ -184,7 +184,8 @@ TEST_CASE("list_locks lists the names held under a prefix, held longest first",
   CHECK(observer->list_locks(prefix).size() == 1);
 }
 
-TEST_CASE("break_lock frees a held lock and fences its holder out", "[contract][inspect][break]") {
+TEST_CASE("break_lock frees a held lock and fences its holder out",
+          "[contract][deployment][inspect][break]") {
   if (!backend().inspects()) return;
   auto holder = backend().make_provider();
   auto next = backend().make_provider();

@@ -10,7 +10,7 @@ using support::unique_name;
 using support::wait_until;
 
 TEST_CASE("a grant held past its max_hold is lost and the lock is free for others",
-          "[contract][max_hold]") {
+          "[contract][deployment][max_hold]") {
   auto provider = backend().make_provider();
   auto other = backend().make_provider();
   const auto name = unique_name("max-hold");

@@ -18,7 +18,7 @@ using support::unique_name;
 using support::wait_until;
 
 TEST_CASE("a holder killed with SIGKILL frees the lock for others",
-          "[contract][multiprocess][fault]") {
+          "[contract][deployment][multiprocess][fault]") {
   const auto name = unique_name("killed");
   child_process holder({support::helper_path(), "hold", backend().url(), name, "lock"});
   auto line = holder.read_line(30s);
@@ -33,7 +33,7 @@ TEST_CASE("a holder killed with SIGKILL frees the lock for others",
 }
 
 TEST_CASE("processes contending for one lock never overlap and see increasing tokens",
-          "[contract][multiprocess][exclusion]") {
+          "[contract][deployment][multiprocess][exclusion]") {
   const auto name = unique_name("processes");
   support::temp_directory logs;
   const auto log = (logs.path() / "sections.log").string();

@@ -8,7 +8,7 @@ using contract::backend;
 using support::unique_name;
 
 TEST_CASE("any UTF-8 name up to 1024 bytes is a lock name, and distinct names do not collide",
-          "[contract][names]") {
+          "[contract][deployment][names]") {
   const std::string base = unique_name("n");
   const std::vector<std::string> names{
       base + "/slash/../dots",

@@ -32,7 +32,8 @@ TEST_CASE("current_count reports a semaphore's free slots", "[contract][semaphor
                   std::invalid_argument);
 }
 
-TEST_CASE("a provider whose backend answers is healthy, holding or not", "[contract][health]") {
+TEST_CASE("a provider whose backend answers is healthy, holding or not",
+          "[contract][deployment][health]") {
   auto provider = backend().make_provider();
   CHECK(provider->health().ok());
   auto held = provider->create_lock(unique_name("healthy")).acquire(10s);

@@ -26,7 +26,7 @@ TEST_CASE("readers share a reader-writer lock", "[contract][rw]") {
 }
 
 TEST_CASE("a writer excludes readers and writers, and readers exclude a writer",
-          "[contract][rw]") {
+          "[contract][deployment][rw]") {
   const auto name = unique_name("writer");
   auto a = backend().make_provider();
   auto b = backend().make_provider();
@@ -90,7 +90,8 @@ void check_granted(pending_read& read) {
 
 }  // namespace
 
-TEST_CASE("a waiting writer holds back new readers until it is granted", "[contract][rw][fairness]") {
+TEST_CASE("a waiting writer holds back new readers until it is granted",
+          "[contract][deployment][rw][fairness]") {
   writer_behind_reader scene(1h);
   // The writer's queue entry may still be on its way: a reader let in before it is queued is
   // no starvation, one let in after it is.
@@ -114,7 +115,7 @@ TEST_CASE("a waiting writer holds back new readers until it is granted", "[contr
 }
 
 TEST_CASE("a writer that stops waiting no longer holds back new readers",
-          "[contract][rw][fairness]") {
+          "[contract][deployment][rw][fairness]") {
   writer_behind_reader scene(1h);
   CHECK(wait_until([&] {
     return !scene.readers->create_reader_writer_lock(scene.name).try_acquire_read().has_value();

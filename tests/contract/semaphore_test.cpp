@@ -10,7 +10,7 @@ using contract::backend;
 using support::unique_name;
 using support::wait_until;
 
-TEST_CASE("a semaphore admits max_count holders and no more", "[contract][semaphore]") {
+TEST_CASE("a semaphore admits max_count holders and no more", "[contract][deployment][semaphore]") {
   const auto name = unique_name("sem");
   auto a = backend().make_provider();
   auto b = backend().make_provider();
@@ -40,7 +40,7 @@ TEST_CASE("semaphore fencing tokens strictly increase across slots", "[contract]
   }
 }
 
-TEST_CASE("a release wakes a semaphore waiter", "[contract][semaphore]") {
+TEST_CASE("a release wakes a semaphore waiter", "[contract][deployment][semaphore]") {
   const auto name = unique_name("sem-wake");
   auto a = backend().make_provider();
   auto b = backend().make_provider();

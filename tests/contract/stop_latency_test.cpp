@@ -2,8 +2,9 @@
 // bound holds for the 99th percentile of many stops per way of waiting, so a slow path cannot
 // hide behind one lucky sample, and one sample delayed by a loaded machine does not fail it. A
 // stop during which the process lost 50 ms or more of running time (support::stall_watch) is
-// taken again: that delay is the machine's (a CI run under ASan once had one case with stops
-// of 111 and 354 ms).
+// taken again: that delay is the machine's. The bound is held in the release build's `timing`
+// label (tests/timing/, one test at a time); the sanitized run checks, with fewer samples,
+// that every stop cancels its wait within a deadline only a hang misses (support/timing.hpp).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "backend.hpp"
 #include "stall_watch.hpp"
 #include "support.hpp"
+#include "timing.hpp"
 
 using namespace std::chrono_literals;
 using contract::backend;
@@ -30,8 +32,8 @@ using support::wait_until;
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-constexpr int samples = 100;
-constexpr auto bound = 100ms;
+constexpr int samples = support::holds_latency_bounds ? 100 : 10;
+constexpr auto bound = support::latency_bound(100ms);
 // This much time lost by stall_watch's thread, in one gap or summed: the machine, not dlock.
 constexpr auto stall = bound / 2;
 
@@ -162,7 +164,8 @@ struct measured_case {
 
 }  // namespace
 
-TEST_CASE("a stop request ends a wait within 100 ms (p99)", "[contract][cancel][latency]") {
+TEST_CASE("a stop request ends a wait within 100 ms (p99)",
+          "[contract][deployment][cancel][latency]") {
   const auto ways = ways_to_wait();
   std::vector<std::unique_ptr<measured_case>> cases;
   for (const way_to_wait& way : ways) {

@@ -111,7 +111,7 @@ TEST_CASE("a waiting upgradeable read is granted when the writer leaves, and a w
 }
 
 TEST_CASE("upgrade turns the upgradeable read into the write lock, with a greater token",
-          "[contract][upgradeable]") {
+          "[contract][deployment][upgradeable]") {
   two_clients clients("upgrade");
   auto& [name, a, b] = clients;
   auto upgradeable = a->create_reader_writer_lock(name).acquire_upgradeable_read(10s);

@@ -21,6 +21,7 @@
 #include "scenario.hpp"
 #include "stall_watch.hpp"
 #include "support.hpp"
+#include "timing.hpp"
 
 namespace {
 
@@ -161,7 +162,7 @@ class lost_moment {
 }  // namespace
 
 TEST_CASE("a holder cut off is marked lost within its bound and nobody else is granted before",
-          "[partition][holder]") {
+          "[partition][deployment][holder]") {
   scenario s;
   auto holder = s.provider(net_path::a);
   auto contender = s.provider(net_path::b);
@@ -208,7 +209,7 @@ TEST_CASE("a holder cut off is marked lost within its bound and nobody else is g
 }
 
 TEST_CASE("a waiter cut off fails with connection_error within its bound, sync and async",
-          "[partition][waiter]") {
+          "[partition][deployment][waiter]") {
   scenario s;
   const std::string name = "waited-for";
   auto [holder, held] = s.hold_on_b(name);
@@ -290,7 +291,7 @@ TEST_CASE("a stop request ends a wait within 100 ms while its servers are silent
     stops[i].request_stop();
     stopped.push_back(waiting[i].get());
     stopped.back().measure_from(stopped_at);
-    if (!stalls.stalled(50ms)) took.push_back(stopped.back().took);
+    if (!stalls.stalled(support::latency_bound(100ms) / 2)) took.push_back(stopped.back().took);
   }
   cut->heal();
   // What the stopped waits left at the server does not keep the names from others for long.
@@ -314,8 +315,9 @@ TEST_CASE("a stop request ends a wait within 100 ms while its servers are silent
   REQUIRE(took.size() >= 2);
   s.report(std::string(async ? "async " : "") + "waits stopped while cut off, the slowest",
            took.back());
-  // One stop delayed by a loaded machine is not the backend waiting for its server.
-  CHECK(took[took.size() - 2] < 100ms);
+  // One stop delayed by a loaded machine is not the backend waiting for its server. The bound
+  // is held where latency is (support/timing.hpp); a sanitized run checks the outcome.
+  CHECK(took[took.size() - 2] < support::latency_bound(100ms));
   for (const outcome& o : after_heal) check_granted_within(o, s.promised.granted_after);
 }
 
@@ -404,7 +406,7 @@ TEST_CASE("the same provider works again after a partition longer than its bound
 }
 
 TEST_CASE("a provider holding many locks cut off has every handle marked lost within its bound",
-          "[partition][holder]") {
+          "[partition][deployment][holder]") {
   scenario s;
   auto client = s.provider(net_path::a);
   std::vector<dlock::lock_handle> held;
