@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The main job on the file backend, no server needed: builds dlock, then three `dlock`
-# processes contend for one lock. The first holds it for two seconds, the second waits for
-# it, the third gives up at once (-n) with the conflict exit code.
+# The main job on the file backend, no server needed: installs only what the `dlock` command
+# and the file backend need, builds only them (the `demo` preset, in build-demo/), then three
+# `dlock` processes contend for one lock. The first holds it for two seconds, the second waits
+# for it, the third gives up at once (-n) with the conflict exit code. The networked backends
+# are one step away: scripts/setup-debian.sh --backends, then the `default` preset (README).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${DLOCK_BUILD_DIR:-$root/build}
+build=${DLOCK_BUILD_DIR:-$root/build-demo}
 
 bash "$root/scripts/setup-debian.sh"
-cmake -S "$root" -B "$build" >/dev/null
+cd "$root"
+cmake --preset demo -B "$build" >/dev/null
 cmake --build "$build" -j2 --target dlock_cli
 dlock=$build/cli/dlock
 

@@ -1,33 +1,38 @@
 #!/usr/bin/env bash
 # Installs what building and testing dlock needs on Debian 12, from Debian's own packages.
 #
-#   scripts/setup-debian.sh            build dependencies only, the backends' client libraries included
-#   scripts/setup-debian.sh --servers  also the Redis, PostgreSQL 15 and ZooKeeper servers, their
-#                                      command-line clients, and a JDK with Apache Curator for the
-#                                      ZooKeeper interoperability tests, and the Python peers
-#                                      bench/peers.sh compares dlock with (kazoo, redis-py), and
-#                                      lld, the sanitizer presets' linker
+#   scripts/setup-debian.sh             the dlock command with the file backend (the demo preset):
+#                                       a compiler, CMake, Ninja and Boost's headers
+#   scripts/setup-debian.sh --backends  also every backend's client library and Catch2: what the
+#                                       default preset builds
+#   scripts/setup-debian.sh --servers   also the Redis, PostgreSQL 15, ZooKeeper, MariaDB and etcd
+#                                       servers, their command-line clients, and a JDK with Apache
+#                                       Curator for the ZooKeeper interoperability tests, the
+#                                       Python peers bench/peers.sh compares dlock with (kazoo,
+#                                       redis-py), lld, the sanitizer presets' linker, and ccache
 #
-# It also extracts libzookeeper_st.a, the ZooKeeper C client's single-threaded build, from
-# Debian's libzookeeper-st-dev of the version installed, into /usr/local/lib/dlock-private:
-# that package cannot be installed beside libzookeeper-mt-dev (cmake/ZooKeeperPrivateClient.cmake
-# says why dlock needs both).
+# With --backends it also extracts libzookeeper_st.a, the ZooKeeper C client's single-threaded
+# build, from Debian's libzookeeper-st-dev of the version installed, into
+# /usr/local/lib/dlock-private: that package cannot be installed beside libzookeeper-mt-dev
+# (cmake/ZooKeeperPrivateClient.cmake says why dlock needs both).
 #
 # Idempotent: installed packages are left alone, and `apt-get update` runs only when something is
 # missing. Never prompts (CI=true, no stdin). The servers are installed but not started: the tests
 # start private instances with scripts/test-servers.sh, so nothing may listen on the default ports.
 set -euo pipefail
 
+# The dlock command and the file backend: nothing but the compiler, the build tools and Asio.
+demo_packages=(g++ cmake ninja-build make pkg-config libboost-dev util-linux)
 # The client libraries of the networked backends are build dependencies: they are built by default.
-build_packages=(g++ cmake make pkg-config libboost-dev catch2 util-linux libhiredis-dev libpqxx-dev
-                libzookeeper-mt-dev
-                # dlock::mysql: MariaDB Connector/C, and libcrypto for its name hash.
-                libmariadb-dev libssl-dev
-                # etcd: gRPC and protobuf, and etcd's .proto files the client is generated from
-                libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
-                golang-etcd-server-dev
-                # bench/instructions.sh counts instructions under callgrind (and callgrind.h)
-                valgrind)
+backend_packages=(catch2 libhiredis-dev libpqxx-dev
+                  libzookeeper-mt-dev
+                  # dlock::mysql: MariaDB Connector/C, and libcrypto for its name hash.
+                  libmariadb-dev libssl-dev
+                  # etcd: gRPC and protobuf, and etcd's .proto files the client is generated from
+                  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+                  golang-etcd-server-dev
+                  # bench/instructions.sh counts instructions under callgrind (and callgrind.h)
+                  valgrind)
 server_packages=(redis-server redis-tools redis-sentinel zookeeper default-jre-headless postgresql-15
                  postgresql-client-15 netcat-openbsd
                  iproute2 procps
@@ -39,24 +44,31 @@ server_packages=(redis-server redis-tools redis-sentinel zookeeper default-jre-h
                  python3-kazoo python3-redis
                  # The sanitizer presets' linker, three times faster than ld.bfd on the tests
                  lld
+                 # A compiler cache: a rebuild of what did not change costs next to nothing
+                 ccache
                 # etcd and etcdctl (the tests look at the server and take locks with etcdctl)
                 etcd-server etcd-client)
 
 usage() {
-  echo "usage: $0 [--servers]" >&2
+  echo "usage: $0 [--backends | --servers]" >&2
   exit 64
 }
 
+want_backends=false
 want_servers=false
 for argument in "$@"; do
   case "$argument" in
-    --servers) want_servers=true ;;
+    --backends) want_backends=true ;;
+    --servers) want_backends=true; want_servers=true ;;
     -h|--help) usage ;;
     *) echo "setup-debian: unknown argument '$argument'" >&2; usage ;;
   esac
 done
 
-packages=("${build_packages[@]}")
+packages=("${demo_packages[@]}")
+if $want_backends; then
+  packages+=("${backend_packages[@]}")
+fi
 if $want_servers; then
   packages+=("${server_packages[@]}")
 fi
@@ -107,7 +119,7 @@ extract_zookeeper_st() {
 }
 
 if ((${#missing[@]} == 0)); then
-  if ! zookeeper_st_current; then
+  if $want_backends && ! zookeeper_st_current; then
     if ((EUID != 0)); then
       echo "setup-debian: $zookeeper_st_archive is missing or stale; run this script as root" >&2
       exit 1
@@ -147,5 +159,7 @@ chmod 755 "$policy"
 echo "setup-debian: installing ${missing[*]}"
 apt-get update -q </dev/null
 apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
-extract_zookeeper_st
+if $want_backends; then
+  extract_zookeeper_st
+fi
 echo "setup-debian: done"
