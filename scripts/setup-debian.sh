@@ -22,9 +22,9 @@
 set -euo pipefail
 
 # The dlock command and the file backend: nothing but the compiler, the build tools and Asio.
-demo_packages=(g++ cmake ninja-build make pkg-config libboost-dev util-linux)
+demo_packages=(g++ cmake ninja-build make libboost-dev util-linux)
 # The client libraries of the networked backends are build dependencies: they are built by default.
-backend_packages=(catch2 libhiredis-dev libpqxx-dev
+backend_packages=(pkg-config catch2 libhiredis-dev libpqxx-dev
                   libzookeeper-mt-dev
                   # dlock::mysql: MariaDB Connector/C, and libcrypto for its name hash.
                   libmariadb-dev libssl-dev
