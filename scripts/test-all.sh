@@ -2,8 +2,8 @@
 # The README's test command: installs what is missing (servers included), builds everything
 # with AddressSanitizer and UndefinedBehaviorSanitizer (the `asan` preset, as CI does) and runs
 # every test with ctest; CTest fixtures start and stop the servers. A failed test fails the run:
-# nothing is retried. `--plain` uses the
-# `default` preset (RelWithDebInfo, no sanitizer) instead; other arguments go to ctest.
+# nothing is retried. `--plain` uses the `default` preset (RelWithDebInfo, no sanitizer)
+# instead; other arguments go to ctest.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 preset=asan
