@@ -90,52 +90,79 @@ void acquire_op::start() {
 }
 
 void acquire_op::gate_granted_from_queue() {
-  boost::asio::post(strand_, [self = shared_from_this()] { self->gate_granted(); });
+  boost::asio::post(strand_, [self = shared_from_this()] { self->feed(event::gate_granted); });
 }
 
 void acquire_op::run() {
-  if (stop_.stop_requested()) {
-    ending_ = ending::stopped;
-    finish(nullptr, nullptr);
-    return;
-  }
-  // A zero timeout makes exactly one attempt and never queues behind local waiters.
-  if (!waits()) {
-    begin_backend();
-    return;
-  }
+  const bool stopped = stop_.stop_requested();
+  if (!stopped && waits()) arm_deadline_and_stop();
+  perform(machine_.start(waits(), stopped));
+}
+
+void acquire_op::arm_deadline_and_stop() {
   const auto now = std::chrono::steady_clock::now();
   if (timeout_ < std::chrono::steady_clock::time_point::max() - now) {
     deadline_ = now + timeout_;
     timer_.expires_at(deadline_);
     timer_.async_wait(boost::asio::bind_executor(
         strand_, [self = shared_from_this()](boost::system::error_code ec) {
-          if (!ec) self->expire(ending::timed_out);
+          if (!ec) self->feed(event::deadline);
         }));
   }
   if (stop_.stop_possible()) {
     // Runs on the requester's thread, whose stop_callback destructor waits for it: post only.
     stop_callback_.emplace(stop_, [weak = weak_from_this(), strand = strand_] {
       boost::asio::post(strand, [weak] {
-        if (auto self = weak.lock()) self->expire(ending::stopped);
+        if (auto self = weak.lock()) self->feed(event::stop);
       });
     });
   }
-  phase_ = phase::queued;
-  if (target_.service->gates().enter(gate_key_, shared_from_this())) gate_granted();
 }
 
-void acquire_op::gate_granted() {
-  holds_gate_ = true;
-  if (ending_ != ending::none) {
-    finish(nullptr, nullptr);
-    return;
+void acquire_op::feed(event e) { perform(machine_.on(e)); }
+
+void acquire_op::perform(const acquire_machine::actions& actions) {
+  for (const auto a : actions) {
+    switch (a) {
+      case acquire_machine::action::enter_gate:
+        if (target_.service->gates().enter(gate_key_, shared_from_this())) {
+          feed(event::gate_granted);
+        }
+        break;
+      case acquire_machine::action::withdraw_from_gate:
+        // Not found means the gate is on its way to us: gate_granted comes then.
+        if (target_.service->gates().withdraw(gate_key_, this)) feed(event::gate_withdrawn);
+        break;
+      case acquire_machine::action::start_backend:
+        start_backend();
+        break;
+      case acquire_machine::action::withdraw_attempt:
+        if (backend_op_) backend_op_->cancel();
+        break;
+      case acquire_machine::action::arm_grace:
+        timer_.expires_after(stop_grace);
+        timer_.async_wait(boost::asio::bind_executor(
+            strand_, [self = shared_from_this()](boost::system::error_code ec) {
+              if (!ec) self->feed(event::grace_elapsed);
+            }));
+        break;
+      case acquire_machine::action::leave_gate:
+        if (!target_.service) break;  // answered: the gate was left then
+        if (auto next = target_.service->gates().leave(gate_key_)) next->gate_granted_from_queue();
+        break;
+      case acquire_machine::action::answer:
+        answer();
+        break;
+      case acquire_machine::action::give_back:
+        // A lease's destructor releases without waiting (lease.hpp), as this strand must not.
+        granted_.reset();
+        error_ = nullptr;
+        break;
+    }
   }
-  begin_backend();
 }
 
-void acquire_op::begin_backend() {
-  phase_ = phase::at_backend;
+void acquire_op::start_backend() {
   acquire_request request = request_for(target_, mode_);
   request.wait = waits();
   request.deadline = deadline_;
@@ -146,45 +173,42 @@ void acquire_op::begin_backend() {
           auto strand = self->strand_;
           boost::asio::post(strand, [self = std::move(self), error = std::move(error),
                                      granted = std::move(granted)]() mutable {
-            self->backend_op_.reset();
-            self->finish(std::move(error), std::move(granted));
+            self->backend_ended(std::move(error), std::move(granted));
           });
         });
   } catch (...) {
-    finish(std::current_exception(), nullptr);
+    backend_ended(std::current_exception(), nullptr);
   }
 }
 
-void acquire_op::expire(ending why) {
-  if (phase_ == phase::done) return;
-  if (ending_ == ending::none) ending_ = why;
-  if (phase_ == phase::queued && !holds_gate_) {
-    // Not found means the gate is on its way to us; gate_granted() finishes then.
-    if (target_.service->gates().withdraw(gate_key_, this)) finish(nullptr, nullptr);
-  } else if (phase_ == phase::at_backend && backend_op_) {
-    backend_op_->cancel();
-  }
+void acquire_op::backend_ended(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  backend_op_.reset();
+  const event e = granted ? event::backend_granted
+                  : error ? event::backend_failed
+                          : event::backend_declined;
+  error_ = std::move(error);
+  granted_ = std::move(granted);
+  feed(e);
+  // Whatever the machine did not take (a failure after the caller heard) is dropped here.
+  error_ = nullptr;
 }
 
-void acquire_op::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
-  phase_ = phase::done;
+void acquire_op::answer() {
   timer_.cancel();
   stop_callback_.reset();
-  if (holds_gate_) {
-    holds_gate_ = false;
-    if (auto next = target_.service->gates().leave(gate_key_)) next->gate_granted_from_queue();
-  }
   std::optional<lock_handle> handle;
+  std::exception_ptr error = std::move(error_);
   acquire_outcome outcome = acquire_outcome::granted;
-  if (granted) {
-    handle.emplace(handle_for(target_, mode_, std::move(granted)));
+  if (granted_) {
+    handle.emplace(handle_for(target_, mode_, std::move(granted_)));
   } else if (error) {
     outcome = acquire_outcome::failed;
   } else {
-    outcome = ending_ == ending::stopped ? acquire_outcome::cancelled
-              : waits()                  ? acquire_outcome::timed_out
-                                         : acquire_outcome::not_acquired;
-    if (fail_with_error_) error = not_obtained_error(target_, ending_, timeout_);
+    const ending why = machine_.why_not();
+    outcome = why == ending::stopped ? acquire_outcome::cancelled
+              : waits()              ? acquire_outcome::timed_out
+                                     : acquire_outcome::not_acquired;
+    if (fail_with_error_) error = not_obtained_error(target_, why, timeout_);
   }
   count_outcome(target_, mode_, outcome, started_);
   auto done = std::move(done_);

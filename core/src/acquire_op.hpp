@@ -17,12 +17,10 @@
 #include <dlock/core/backend/backend.hpp>
 #include <dlock/core/detail/acquire.hpp>
 
+#include "acquire_machine.hpp"
 #include "provider_stats.hpp"
 
 namespace dlock::detail {
-
-/// How an acquire that got no lock ended.
-enum class ending { none, timed_out, stopped };
 
 /// start_acquire for a step of a chain (a gated acquire, acquire_all, an upgrade, a
 /// campaign): `done` runs on the provider's executor, since it calls into the backend (a
@@ -50,14 +48,8 @@ void count_outcome(const lock_target& target, lock_mode mode, acquire_outcome ou
 std::exception_ptr not_obtained_error(const lock_target& target, ending why,
                                       std::chrono::nanoseconds timeout);
 
-/// One acquire, from the local gate to the backend's answer. Every step runs on the
-/// operation's strand, and the phase says where it is:
-///
-///   starting -> queued (waits for the local gate) -> at_backend -> done
-///   starting -> at_backend (a zero timeout skips the gate: one attempt) -> done
-///
-/// A timeout or stop request withdraws a queued op from the gate, or cancels the backend's
-/// operation (which removes what it left at the server); the result comes back as `done`.
+/// One acquire, from the local gate to the backend's answer: performs what its
+/// acquire_machine asks and feeds it what happens. Every step runs on the operation's strand.
 class acquire_op : public std::enable_shared_from_this<acquire_op> {
  public:
   acquire_op(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
@@ -69,14 +61,16 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
   void gate_granted_from_queue();
 
  private:
-  enum class phase { starting, queued, at_backend, done };
+  using event = acquire_machine::event;
 
   bool waits() const { return timeout_ > std::chrono::nanoseconds::zero(); }
   void run();
-  void gate_granted();
-  void begin_backend();
-  void expire(ending why);
-  void finish(std::exception_ptr error, std::unique_ptr<lease> granted);
+  void arm_deadline_and_stop();
+  void feed(event e);
+  void perform(const acquire_machine::actions& actions);
+  void start_backend();
+  void backend_ended(std::exception_ptr error, std::unique_ptr<lease> granted);
+  void answer();
 
   lock_target target_;
   lock_mode mode_;
@@ -87,13 +81,14 @@ class acquire_op : public std::enable_shared_from_this<acquire_op> {
   bool fail_with_error_;
   try_acquire_completion done_;
   boost::asio::strand<boost::asio::any_io_executor> strand_;
-  boost::asio::steady_timer timer_;
+  boost::asio::steady_timer timer_;  ///< the deadline, then the stop grace
   std::string gate_key_;
   std::optional<std::stop_callback<std::function<void()>>> stop_callback_;
   std::shared_ptr<acquire_operation> backend_op_;
-  phase phase_ = phase::starting;
-  ending ending_ = ending::none;
-  bool holds_gate_ = false;
+  acquire_machine machine_;
+  /// The backend's outcome, held from its report until the answer or the give-back.
+  std::exception_ptr error_;
+  std::unique_ptr<lease> granted_;
 };
 
 }  // namespace dlock::detail

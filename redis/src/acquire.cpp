@@ -9,7 +9,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include <dlock/core/backend/stop_grace.hpp>
 #include <dlock/core/errors.hpp>
 
 #include "acquire_answer.hpp"
@@ -43,20 +42,6 @@ bool granted_here(const command_result& r) {
   return read_acquire_answer(r).outcome == acquire_answer::kind::granted;
 }
 
-// A "not granted" (or failure) answer that whichever of two handlers comes first gives.
-struct answer_once {
-  answer_once(acquire_completion done, std::exception_ptr error)
-      : done(std::move(done)), error(std::move(error)) {}
-  void give() {
-    if (std::exchange(given, true)) return;
-    auto answer = std::move(done);
-    answer(std::move(error), nullptr);
-  }
-  acquire_completion done;
-  std::exception_ptr error;
-  bool given = false;
-};
-
 class redis_acquire final : public acquire_operation,
                             public channel_listener,
                             public std::enable_shared_from_this<redis_acquire> {
@@ -70,8 +55,7 @@ class redis_acquire final : public acquire_operation,
         keys_(backend_->keys_for(request_)),
         token_(random_token()),
         wait_timer_(backend_->network_executor()),
-        give_up_timer_(backend_->network_executor()),
-        withdraw_timer_(backend_->network_executor()) {}
+        give_up_timer_(backend_->network_executor()) {}
 
   void start() {
     boost::asio::post(backend_->network_executor(), [self = shared_from_this()] {
@@ -83,9 +67,13 @@ class redis_acquire final : public acquire_operation,
 
   void cancel() noexcept override {
     boost::asio::post(backend_->network_executor(), [self = shared_from_this()] {
-      // Now, not when the try in flight answers (up to a command timeout): settle() gives
-      // back what that try may still win.
-      self->finish(nullptr, nullptr);
+      if (self->phase_ == phase::finished || self->withdrawing_) return;
+      self->withdrawing_ = true;
+      // A try in flight may still queue this waiter at the server: its withdrawal must run
+      // behind it. A reply can come long after the withdrawal would have been sent (a NOSCRIPT
+      // answered by sending the script, a cluster's redirection), so the withdrawal waits for
+      // the try's answer (settle() and the counter read's and WAIT's handlers).
+      if (self->phase_ != phase::trying) self->finish(nullptr, nullptr);
     });
   }
 
@@ -108,8 +96,8 @@ class redis_acquire final : public acquire_operation,
   }
 
  private:
-  /// Where the operation is. A try's answer that comes after `finished` (a stop request
-  /// meanwhile) is only given back.
+  /// Where the operation is. A try's answer that comes after `finished` (it gave up on its
+  /// servers meanwhile) is only given back.
   enum class phase {
     starting,  ///< posted, no try made yet
     trying,    ///< a try is in flight (with RedLock: the counter read, then the proposal)
@@ -133,7 +121,11 @@ class redis_acquire final : public acquire_operation,
     fence_key_ = keys_.keys[1];
     nodes_.command_everywhere({"GET", fence_key_}, {nodes_.majority(), counter_read},
                               [self = shared_from_this()](std::vector<command_result> results) {
-      if (self->phase_ == phase::finished) return;  // stopped meanwhile: propose nothing
+      if (self->phase_ == phase::finished) return;
+      if (self->withdrawing_) {  // withdrawn meanwhile: propose nothing
+        self->finish(nullptr, nullptr);
+        return;
+      }
       std::uint64_t highest = 0;
       std::size_t answered = 0;
       for (auto& r : results) {
@@ -209,8 +201,9 @@ class redis_acquire final : public acquire_operation,
         if (!wait_hint || hint < *wait_hint) wait_hint = hint;
       }
     }
-    if (phase_ == phase::finished) {  // stopped while this try was in flight
+    if (phase_ == phase::finished || withdrawing_) {  // ended while this try was in flight
       give_back(results, granted);
+      if (phase_ != phase::finished) finish(nullptr, nullptr);
       return;
     }
     if (other_max_count) {
@@ -267,11 +260,15 @@ class redis_acquire final : public acquire_operation,
           const auto& wanted = self->backend_->settings().sentinel;
           const bool acknowledged = !result.failure && result.value.type == reply::kind::integer &&
                                     result.value.integer >= wanted.wait_replicas;
-          if (self->phase_ == phase::finished || !acknowledged ||
+          if (self->phase_ == phase::finished || self->withdrawing_ || !acknowledged ||
               clock::now() >= valid_until) {
             self->nodes_.give_back(self->keys_, self->token_);
           }
           if (self->phase_ == phase::finished) return;
+          if (self->withdrawing_) {
+            self->finish(nullptr, nullptr);
+            return;
+          }
           if (acknowledged && clock::now() < valid_until) {
             self->grant(valid_until, fencing_token);
             return;
@@ -401,28 +398,24 @@ class redis_acquire final : public acquire_operation,
     // On every node, whatever listening_ says: after one RedLock node's subscription was lost
     // (listening_ reset), the others still hold this operation (a no-op where it is absent).
     for (std::size_t i = 0; i < nodes_.size(); ++i) nodes_.unlisten(i, keys_.channel, this);
-    if (queued_ && !granted) return withdraw_then_answer(std::move(error));
+    if (queued_ && !granted) return withdraw_then_complete(std::move(error));
     auto done = std::move(done_);
     done(std::move(error), std::move(granted));
   }
 
-  // Leaves the queue, so readers held back by it, or the next waiter, may go on. The caller
-  // hears once the servers confirm, or after stop_grace at most (a silent server). Answered at
-  // once, a caller that then ends its provider or its process (dlock on a signal) could take
-  // the connection down before the withdrawal is sent: its place stayed at the head of the
-  // queue until the place's deadline, and the lock went to nobody meanwhile.
-  void withdraw_then_answer(std::exception_ptr error) {
-    auto answer = std::make_shared<answer_once>(std::move(done_), std::move(error));
-    nodes_.eval_everywhere(release_script(), keys_,
-                           {token_, "withdraw", keys_.channel, keys_.publish, keys_.queue},
-                           {nodes_.size(), confirmed},
-                           [self = shared_from_this(), answer](std::vector<command_result>) {
-                             self->withdraw_timer_.cancel();
-                             answer->give();
-                           });
-    withdraw_timer_.expires_after(stop_grace);
-    withdraw_timer_.async_wait(
-        [self = shared_from_this(), answer](boost::system::error_code) { answer->give(); });
+  // Leaves the queue, so readers held back by it, or the next waiter, may go on, and completes
+  // once the servers confirm (a silent one is retried behind, until the place would have
+  // expired). Completed at once, a caller that then ends its provider or its process (dlock on
+  // a signal) could take the connection down before the withdrawal is sent: its place stayed
+  // at the head of the queue until the place's deadline, and the lock went to nobody meanwhile.
+  // Core answers a stopped caller within its grace all the same.
+  void withdraw_then_complete(std::exception_ptr error) {
+    nodes_.withdraw(keys_, token_,
+                    [self = shared_from_this(), error = std::move(error)](
+                        std::vector<command_result>) mutable {
+                      auto done = std::move(self->done_);
+                      done(std::move(error), nullptr);
+                    });
   }
 
   std::shared_ptr<redis_backend> backend_;
@@ -436,7 +429,6 @@ class redis_acquire final : public acquire_operation,
   std::string arrival_;
   boost::asio::steady_timer wait_timer_;
   boost::asio::steady_timer give_up_timer_;
-  boost::asio::steady_timer withdraw_timer_;  ///< bounds the wait for a withdrawal's confirmation
   /// When a quorum last answered a try (or the acquire began); see contact().
   clock::time_point heard_at_{};
   std::string last_failure_;
@@ -444,6 +436,7 @@ class redis_acquire final : public acquire_operation,
   bool retry_at_once_ = false;    ///< a channel event came during the try: try again at once
   bool listening_ = false;        ///< subscribed (or subscribing) to the release channel
   bool queued_ = false;           ///< in a queue on the servers (writers', waiters'): withdraw on failure
+  bool withdrawing_ = false;      ///< cancel() came: end once the try in flight answered
   bool reported_waiting_ = false;
   int attempts_ = 0;
   std::optional<clock::time_point> trouble_since_;

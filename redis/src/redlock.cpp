@@ -153,14 +153,18 @@ command_result node_set::eval_here(const script& which, const key_set& keys,
 }
 
 void node_set::release(const key_set& keys, const std::string& token, fan_out_handler done) {
-  release_everywhere(keys, token, queue_place::leave, std::move(done));
+  release_everywhere(keys, token, undo::release, queue_place::leave, std::move(done));
 }
 
 void node_set::give_back(const key_set& keys, const std::string& token, queue_place place) {
-  release_everywhere(keys, token, place, {});
+  release_everywhere(keys, token, undo::release, place, {});
 }
 
-void node_set::release_everywhere(const key_set& keys, const std::string& token,
+void node_set::withdraw(const key_set& keys, const std::string& token, fan_out_handler done) {
+  release_everywhere(keys, token, undo::withdraw, queue_place::leave, std::move(done));
+}
+
+void node_set::release_everywhere(const key_set& keys, const std::string& token, undo what,
                                   queue_place place, fan_out_handler done) {
   const auto until = clock::now() + expiry_;
   // A semaphore's slots are counted on every node (its acquire needs them all), so its release
@@ -171,7 +175,8 @@ void node_set::release_everywhere(const key_set& keys, const std::string& token,
   if (done) all = std::make_shared<fan_out>(size(), quorum_rule{heard_from, confirmed},
                                             std::move(done));
   for (std::size_t i = 0; i < size(); ++i) {
-    release_on(i, keys, token, place, until, all ? fan_out::slot(all, i) : reply_handler{});
+    release_on(i, keys, token, what, place, until,
+               all ? fan_out::slot(all, i) : reply_handler{});
   }
 }
 
@@ -180,13 +185,13 @@ void node_set::release_everywhere(const key_set& keys, const std::string& token,
 // Only the first answer goes to the caller, which settles with the majority and never waits
 // for these retries.
 void node_set::release_on(std::size_t i, const key_set& keys, const std::string& token,
-                          queue_place place, clock::time_point until,
+                          undo what, queue_place place, clock::time_point until,
                           reply_handler first_answer) {
   std::weak_ptr<node_set> weak = shared_from_this();
   eval_on(i, release_script(), keys,
-       {token, std::string(script_argument(keys.kind)), keys.channel, keys.publish, keys.queue,
-        place == queue_place::keep ? "keep" : "leave"},
-       [weak, i, keys, token, place, until,
+       {token, what == undo::withdraw ? "withdraw" : std::string(script_argument(keys.kind)),
+        keys.channel, keys.publish, keys.queue, place == queue_place::keep ? "keep" : "leave"},
+       [weak, i, keys, token, what, place, until,
         first_answer = std::move(first_answer)](command_result result) mutable {
          const bool retry = result.failure.has_value();
          if (first_answer) first_answer(std::move(result));
@@ -196,8 +201,10 @@ void node_set::release_on(std::size_t i, const key_set& keys, const std::string&
          timer->expires_after(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(100),
                                                                  self->command_timeout_));
          timer->async_wait(
-             [weak, timer, i, keys, token, place, until](const boost::system::error_code&) {
-               if (auto again = weak.lock()) again->release_on(i, keys, token, place, until, {});
+             [weak, timer, i, keys, token, what, place, until](const boost::system::error_code&) {
+               if (auto again = weak.lock()) {
+                 again->release_on(i, keys, token, what, place, until, {});
+               }
              });
        });
 }

@@ -113,6 +113,10 @@ class node_set : public std::enable_shared_from_this<node_set> {
   /// release() with nobody waiting for it: for a try that did not win, or whose reply was lost.
   void give_back(const key_set& keys, const std::string& token,
                  queue_place place = queue_place::leave);
+  /// Takes a waiter that gives up out of the queues (key_set::queue, a writer's waiting mark)
+  /// on every node, and again on a node that gives no reply, until its place would have
+  /// expired. `done` settles as release()'s.
+  void withdraw(const key_set& keys, const std::string& token, fan_out_handler done);
 
   /// The master of a Sentinel deployment (then the one node reaches it); null otherwise.
   const std::shared_ptr<sentinel_master>& sentinel() const noexcept { return sentinel_; }
@@ -123,11 +127,13 @@ class node_set : public std::enable_shared_from_this<node_set> {
  private:
   void eval_on(std::size_t i, const script& which, const key_set& keys,
                const std::vector<std::string>& arguments, reply_handler done);
-  void release_on(std::size_t i, const key_set& keys, const std::string& token,
+  /// What a release_on() sends: a release of the grant, or a waiter's withdrawal.
+  enum class undo { release, withdraw };
+  void release_on(std::size_t i, const key_set& keys, const std::string& token, undo what,
                   queue_place place, std::chrono::steady_clock::time_point until,
                   reply_handler first_answer);
-  void release_everywhere(const key_set& keys, const std::string& token, queue_place place,
-                          fan_out_handler done);
+  void release_everywhere(const key_set& keys, const std::string& token, undo what,
+                          queue_place place, fan_out_handler done);
 
   boost::asio::any_io_executor executor_;
   std::chrono::nanoseconds expiry_;

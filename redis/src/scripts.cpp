@@ -226,6 +226,8 @@ if kind == 'lock' or kind == 'write' then
     released = 1
   end
   if queued and ARGV[6] ~= 'keep' then leave_queue(queue, token) end
+  -- A writer's try whose answer never came (given back) may have left its waiting mark.
+  if kind == 'write' and KEYS[4] and ARGV[6] ~= 'keep' then redis.call('ZREM', KEYS[4], token) end
 elseif kind == 'read' then
   released = redis.call('ZREM', KEYS[3], token)
 elseif kind == 'sem' then

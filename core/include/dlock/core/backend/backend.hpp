@@ -65,9 +65,13 @@ using acquire_completion =
 class acquire_operation {
  public:
   virtual ~acquire_operation() = default;
-  /// Asks the operation to stop waiting: it removes whatever it left at the server (queued
-  /// node, waiter, pending query), then completes with no lease, or with the lease if the
-  /// grant won the race. Thread-safe; may be called more than once and after completion.
+  /// Withdraws the attempt: the operation removes whatever it left at the server (queued
+  /// node, waiter, pending query), then completes: with no lease, with the lease if the grant
+  /// won the race, or with an error. It completes once the server confirmed the withdrawal or
+  /// once it gave up on the server (the connection lost or abandoned), never sooner: a caller
+  /// that hears early could end its process before the withdrawal left. Core answers a
+  /// stopped caller after a short grace all the same, and gives back (destroys) a lease that
+  /// completes after that. Thread-safe; may be called more than once and after completion.
   virtual void cancel() noexcept = 0;
 };
 

@@ -26,7 +26,9 @@ class lease {
   lease(const lease&) = delete;
   lease& operator=(const lease&) = delete;
   /// Destroys the lease. If release() was never called the backend must release here
-  /// without throwing (the handle always calls release() first, so this is a backstop).
+  /// without throwing and without waiting for the server: core destroys a grant that came
+  /// after its caller gave up on the backend's own threads (the handle always calls
+  /// release() first, so for a handle this is a backstop).
   virtual ~lease() = default;
 
   /// Releases the lock at the backend. Called at most once.
