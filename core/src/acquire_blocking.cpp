@@ -7,6 +7,7 @@
 #include <dlock/core/detail/acquire.hpp>
 
 #include "acquire_op.hpp"
+#include "grace_after_stop.hpp"
 #include "gated_acquire.hpp"
 #include "held_lock.hpp"
 #include "lock_service.hpp"
@@ -50,7 +51,8 @@ bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nano
     if (wait_here) {
       request.wait = true;
       request.deadline = deadline_after(timeout);
-      granted = service.backend().acquire_waiting_inline(request, stop);
+      const grace_after_stop grace(stop, service.backend().executor());
+      granted = service.backend().acquire_waiting_inline(request, stop, grace.give_up());
     } else {
       granted = service.backend().try_acquire_inline(request);
     }

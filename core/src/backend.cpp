@@ -75,7 +75,8 @@ std::unique_ptr<lease> backend::try_acquire_inline(const acquire_request&) {
   throw std::logic_error(message("this backend has no inline acquire"));
 }
 
-std::unique_ptr<lease> backend::acquire_waiting_inline(const acquire_request&, std::stop_token) {
+std::unique_ptr<lease> backend::acquire_waiting_inline(const acquire_request&, std::stop_token,
+                                                      std::stop_token) {
   throw std::logic_error(message("this backend has no inline wait"));
 }
 

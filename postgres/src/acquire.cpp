@@ -5,7 +5,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include <dlock/core/backend/stop_grace.hpp>
 
 #include "backend.hpp"
 #include "election_key.hpp"
@@ -53,7 +52,6 @@ pg_acquire::pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_reques
       channel_(is_semaphore(request_) ? channel_of(request_.name) : std::string()),
       retry_timer_(backend_->executor()),
       cancel_timer_(backend_->executor()),
-      answer_timer_(backend_->executor()),
       resource_(resource_of(request_, key_)) {}
 
 void pg_acquire::start() {
@@ -278,8 +276,8 @@ void pg_acquire::stop() {
     }
     cancel_again(std::chrono::milliseconds(2));
   }
-  if (!timed_out_) answer_stop_soon();
-  // A server that does not answer (paused, unreachable) ends neither the statement by itself
+  // The wait ends when the server confirms; core answers a stopped caller within its grace
+  // meanwhile. A server that does not answer (paused, unreachable) ends neither the statement by itself
   // (lock_timeout) nor on the cancel: give the session up after connect_timeout. The server
   // drops the wait, or frees what it granted, within its server_lease; every handle on the
   // session is marked lost (nobody can vouch for them).
@@ -306,33 +304,13 @@ void pg_acquire::cancel_again(std::chrono::milliseconds after) {
   });
 }
 
-// A live server confirms a stop within milliseconds (the wait ends, or the attempt in flight
-// answers); a silent one would keep the caller until connect_timeout. So the caller hears of
-// the stop by stop_grace at the latest, while the session settles on its own: what the server
-// may still grant goes back, or goes with the session, as for any stop (docs/postgres.md).
-void pg_acquire::answer_stop_soon() {
-  answer_timer_.expires_after(stop_grace);
-  answer_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
-    if (auto self = weak.lock(); self && !ec) self->answer(nullptr, nullptr);
-  });
-}
-
-// Once: an answer that comes after the caller was told of its stop is dropped, and a lease in
-// it releases itself.
-void pg_acquire::answer(std::exception_ptr error, std::unique_ptr<lease> granted) {
-  if (answered_) return;
-  answered_ = true;
-  auto done = std::move(done_);
-  done(std::move(error), std::move(granted));
-}
-
 void pg_acquire::complete(std::exception_ptr error, std::unique_ptr<lease> granted) {
   if (phase_ == phase::done) return;
   phase_ = phase::done;
   retry_timer_.cancel();
   cancel_timer_.cancel();
-  answer_timer_.cancel();
-  answer(std::move(error), std::move(granted));
+  auto done = std::move(done_);
+  done(std::move(error), std::move(granted));
 }
 
 }  // namespace dlock::postgres::detail

@@ -66,8 +66,6 @@ class pg_acquire final : public acquire_operation,
   void stop_listening();
   void stop();
   void cancel_again(std::chrono::milliseconds after);
-  void answer_stop_soon();
-  void answer(std::exception_ptr error, std::unique_ptr<lease> granted);
   void complete(std::exception_ptr error, std::unique_ptr<lease> granted);
 
   std::shared_ptr<postgres_backend> backend_;
@@ -80,11 +78,9 @@ class pg_acquire final : public acquire_operation,
   bool stopped_ = false;
   bool cancel_sent_ = false;
   bool timed_out_ = false;  // stopped at or after the deadline, not by a stop request
-  bool answered_ = false;   // done_ has run; the session may still be settling
   phase phase_ = phase::attempting;
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer cancel_timer_;
-  boost::asio::steady_timer answer_timer_;
   std::string resource_;
 };
 

@@ -58,7 +58,8 @@ class postgres_backend final : public dlock::backend,
     return request.kind != primitive::semaphore;
   }
   std::unique_ptr<lease> acquire_waiting_inline(const acquire_request& request,
-                                                std::stop_token stop) override;
+                                                std::stop_token withdraw,
+                                                std::stop_token give_up) override;
   /// Not connected while the server leaves the keepalive of the pool or of the caller-driven
   /// sessions unanswered (health.hpp).
   provider_health health() const override;
@@ -111,7 +112,8 @@ class postgres_backend final : public dlock::backend,
   std::unique_ptr<lease> attempt_on_caller_session(const acquire_request& request, int wakeup);
   std::unique_ptr<lease> wait_on_caller_session(const acquire_request& request,
                                                 const caller_sessions::session_ptr& session,
-                                                int woken_by_stop);
+                                                int woken_by_stop, const std::stop_token& stop,
+                                                const std::stop_token& give_up);
   std::unique_ptr<lease> release_granted_in_race(const acquire_request& request,
                                                  const advisory_key& key,
                                                  const caller_sessions::session_ptr& session);

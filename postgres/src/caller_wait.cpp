@@ -2,7 +2,8 @@
 // pg_acquire's wait, sent on a caller-driven session that holds nothing, so that the grant
 // comes straight to the caller and stays on that session until its release, which the
 // releasing thread sends itself. A stop from another thread wakes the wait (an eventfd) and
-// cancels the statement as the pooled wait's stop does.
+// cancels the statement as the pooled wait's stop does; core's grace after it (give_up) wakes
+// it again to return.
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -11,7 +12,6 @@
 #include <cerrno>
 #include <optional>
 
-#include <dlock/core/backend/stop_grace.hpp>
 #include <dlock/core/errors.hpp>
 
 #include "acquire.hpp"
@@ -31,15 +31,19 @@ using clock_type = std::chrono::steady_clock;
 // How often a wait looks whether the server still answers the keepalive (silent_for_wait).
 constexpr auto silence_check = std::chrono::milliseconds(100);
 
-// A descriptor that becomes readable once a stop is requested (while it lives).
+// A descriptor that becomes readable when a stop is requested through either token (while
+// it lives); reading it makes it wait for the next.
 class stop_wakeup {
  public:
-  explicit stop_wakeup(const std::stop_token& stop)
-      : fd_(stop.stop_possible() ? ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1) {
-    if (fd_ >= 0) callback_.emplace(stop, waker{fd_});
+  stop_wakeup(const std::stop_token& withdraw, const std::stop_token& give_up)
+      : fd_(withdraw.stop_possible() ? ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1) {
+    if (fd_ < 0) return;
+    withdraw_callback_.emplace(withdraw, waker{fd_});
+    give_up_callback_.emplace(give_up, waker{fd_});
   }
   ~stop_wakeup() {
-    callback_.reset();  // waits for a callback that runs now
+    withdraw_callback_.reset();  // waits for a callback that runs now
+    give_up_callback_.reset();
     if (fd_ >= 0) ::close(fd_);
   }
   stop_wakeup(const stop_wakeup&) = delete;
@@ -57,7 +61,8 @@ class stop_wakeup {
     }
   };
   int fd_;
-  std::optional<std::stop_callback<waker>> callback_;
+  std::optional<std::stop_callback<waker>> withdraw_callback_;
+  std::optional<std::stop_callback<waker>> give_up_callback_;
 };
 
 query_result broken_connection(PGconn* conn) {
@@ -85,10 +90,11 @@ class wait_counted {
 }  // namespace
 
 std::unique_ptr<lease> postgres_backend::acquire_waiting_inline(const acquire_request& request,
-                                                                std::stop_token stop) {
+                                                                std::stop_token stop,
+                                                                std::stop_token give_up) {
   // From the start: a stop also ends the opening of a session (a connect takes a fork at the
   // server), which the attempt or the wait may need.
-  stop_wakeup wakeup(stop);
+  stop_wakeup wakeup(stop, give_up);
   acquire_request attempt = request;
   attempt.wait = false;
   if (auto granted = attempt_on_caller_session(attempt, wakeup.fd())) return granted;
@@ -98,14 +104,15 @@ std::unique_ptr<lease> postgres_backend::acquire_waiting_inline(const acquire_re
   auto session = callers_->check_out_for_wait(why, wakeup.fd());
   if (!session && why.empty()) return nullptr;
   if (!session) throw connection_error(message(why, request.name));
-  return wait_on_caller_session(request, session, wakeup.fd());
+  return wait_on_caller_session(request, session, wakeup.fd(), stop, give_up);
 }
 
 // The wait itself, on the checked-out `session`: its grant, or nullptr (stopped: `woken_by_stop`
+// became readable and `stop` was requested, then `give_up` or the server's confirmation came;
 // became readable; timed out), with the session checked in or given up.
 std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     const acquire_request& request, const caller_sessions::session_ptr& session,
-    int woken_by_stop) {
+    int woken_by_stop, const std::stop_token& stop, const std::stop_token& give_up) {
   const advisory_key key = key_of(request);
   const auto began = clock_type::now();
   wait_counted counted(*callers_);
@@ -137,7 +144,6 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
                        owners_);
   if (!PQsendQuery(conn, sql.c_str())) return fail(broken_connection(conn));
 
-  bool stop_seen = false;
   std::optional<clock_type::time_point> stopped_at;  // by a stop before the deadline
   bool cancel_sent = false;
   auto next_cancel = clock_type::time_point::max();
@@ -180,9 +186,10 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     if (answered) break;
 
     const auto now = clock_type::now();
-    if (stopped_at && now >= *stopped_at + stop_grace) {
-      // The server did not confirm the stop in time (a silent one never does): the session is
-      // given up, and the server frees what it may still grant once it sees the session closed.
+    if (stopped_at && give_up.stop_requested()) {
+      // The server did not confirm the stop within core's grace (a silent one never does): the
+      // session is given up, and the server frees what it may still grant once it sees the
+      // session closed.
       callers_->give_up(session);
       return nullptr;
     }
@@ -200,10 +207,9 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     if (now >= next_cancel) send_cancel_now();
     auto wake_at = std::min({now + silence_check, give_up_at, next_cancel});
     if (timeout_ms == 0) wake_at = std::min(wake_at, request.deadline);
-    if (stopped_at) wake_at = std::min(wake_at, *stopped_at + stop_grace);
 
     pollfd fds[2] = {{PQsocket(conn), static_cast<short>(flushed > 0 ? POLLOUT : POLLIN), 0},
-                     {stop_seen ? -1 : woken_by_stop, POLLIN, 0}};
+                     {woken_by_stop, POLLIN, 0}};
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_at - now).count();
     const int ready = ::poll(fds, 2, static_cast<int>(std::max<long long>(left, 0)));
     if (ready < 0 && errno != EINTR) {
@@ -213,8 +219,10 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     if (ready <= 0) continue;
     // At the deadline the server's lock_timeout ends the wait by itself.
     if (fds[1].revents != 0) {
-      stop_seen = true;
-      if (const auto at = clock_type::now(); at < request.deadline) {
+      std::uint64_t wakeups = 0;  // read, so that give_up wakes the wait again
+      [[maybe_unused]] const auto read = ::read(woken_by_stop, &wakeups, sizeof wakeups);
+      if (const auto at = clock_type::now(); !stopped_at && stop.stop_requested() &&
+                                             at < request.deadline) {
         stopped_at = at;
         send_cancel_now();
       }

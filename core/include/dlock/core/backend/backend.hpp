@@ -166,14 +166,18 @@ class backend {
     return false;
   }
 
-  /// Attempts, then waits on the calling thread until granted, `request.deadline` (the lease,
-  /// or nullptr), or a stop requested through `stop` (nullptr, promptly: a stop from another
-  /// thread wakes the wait). Leaves nothing at the server when it returns without a grant.
+  /// Attempts, then waits on the calling thread until granted or `request.deadline` (the
+  /// lease, or nullptr). A stop requested through `withdraw` (from another thread: it must
+  /// wake the wait) withdraws the wait as cancel() does, and returns once the server
+  /// confirmed (nullptr, or the lease if the grant won the race). `give_up` is requested
+  /// when core's grace after that stop has passed: return nullptr at once, and let the
+  /// withdrawal settle behind (a silent server never confirms). Leaves nothing at the server.
   /// Throws what start_acquire's completion would fail with (connection_error, never a hang
   /// on a silent server). Core holds the name's local gate around the call. Requires:
   /// waits_inline(request); request.wait is true.
   virtual std::unique_ptr<lease> acquire_waiting_inline(const acquire_request& request,
-                                                        std::stop_token stop);
+                                                        std::stop_token withdraw,
+                                                        std::stop_token give_up);
 
   /// The semaphore's current count: max_count minus the slots held, never negative (what
   /// distributed_semaphore::current_count() returns). std::nullopt when this backend cannot
