@@ -70,12 +70,18 @@ acquire_machine::actions acquire_machine::on(event e) {
         note_ending(e == event::stop ? ending::stopped : ending::timed_out);
         phase_ = phase::withdrawing;
         out.push(action::withdraw_attempt);
+      }
+      // Only a stop is answered at the grace. At a deadline the backend's verdict is the
+      // answer: a withdrawal its server confirmed is "not obtained", one it cannot confirm
+      // (a silent server, found by its keepalive or timeouts) is a connection_error.
+      if (e == event::stop && phase_ == phase::withdrawing && !grace_armed_) {
+        grace_armed_ = true;
         out.push(action::arm_grace);
       }
       return out;
 
     case event::grace_elapsed:
-      if (phase_ == phase::withdrawing) return finish_with_answer(phase::answered);
+      if (phase_ == phase::withdrawing && grace_armed_) return finish_with_answer(phase::answered);
       return out;
   }
   return out;

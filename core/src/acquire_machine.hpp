@@ -4,10 +4,13 @@
 // server (tests/unit/acquire_machine_test.cpp).
 //
 // This is where stopping an acquire lives, once for every backend. A timeout or a stop request
-// asks the backend to withdraw its attempt; the caller hears as soon as the backend confirms,
-// or after stop_grace at most (a silent or partitioned server never confirms), while the
-// withdrawal goes on behind. A grant that the backend reports after the caller heard is given
-// back. A backend only withdraws and reports how its attempt ended.
+// asks the backend to withdraw its attempt. After a stop the caller hears as soon as the
+// backend confirms, or after stop_grace at most (a silent or partitioned server never
+// confirms), while the withdrawal goes on behind. After a timeout the caller hears the
+// backend's verdict: "not obtained" once the server confirmed, a connection_error when the
+// backend finds it silent (never a silent "not obtained" from a server that could not be
+// heard). A grant that the backend reports after the caller heard is given back. A backend
+// only withdraws and reports how its attempt ended.
 #pragma once
 
 #include <array>
@@ -33,7 +36,7 @@ class acquire_machine {
     idle,         ///< not started
     queued,       ///< waits for the name's local gate
     at_backend,   ///< the backend's attempt runs
-    withdrawing,  ///< asked the backend to withdraw; the caller waits up to stop_grace
+    withdrawing,  ///< asked the backend to withdraw; after a stop, the caller waits up to stop_grace
     answered,     ///< the caller heard; the backend's withdrawal is still settling
     done,         ///< nothing more to do
   };
@@ -101,6 +104,7 @@ class acquire_machine {
   phase phase_ = phase::idle;
   ending ending_ = ending::none;
   bool holds_gate_ = false;
+  bool grace_armed_ = false;
   bool answered_ = false;
 };
 

@@ -5,7 +5,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include <dlock/core/backend/stop_grace.hpp>
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
@@ -46,7 +45,6 @@ etcd_acquire::etcd_acquire(std::shared_ptr<etcd_backend> backend, acquire_reques
       done_(std::move(done)),
       executor_(backend_->executor()),
       retry_timer_(executor_),
-      stop_timer_(executor_),
       queue_(backend_->queue_of(request_.kind, request_.name)),
       value_(contender_value(request_)) {}
 
@@ -283,16 +281,9 @@ void etcd_acquire::fail(std::exception_ptr error) {
 void etcd_acquire::on_cancel() {
   if (phase_ == phase::finished) return;
   if (phase_ == phase::queueing) phase_ = phase::withdrawing;
-  if (calls_out_ == 0) return withdraw();
-  // The call out (it may be creating our key) cleans up when it answers, which takes up to a
-  // call's deadline when the cluster stalls; a stop request must end the wait promptly all
-  // the same, so the caller hears after stop_grace at most.
-  stop_timer_.expires_after(stop_grace);
-  stop_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (ec || self->phase_ != phase::withdrawing) return;
-    self->phase_ = phase::answered;
-    self->report(nullptr, nullptr);
-  });
+  // A call out (it may be creating our key) withdraws when it answers, which takes up to a
+  // call's deadline when the cluster stalls; core answers a stopped caller meanwhile.
+  if (calls_out_ == 0) withdraw();
 }
 
 void etcd_acquire::withdraw() {
@@ -307,10 +298,6 @@ void etcd_acquire::withdraw() {
   backend_->delete_key(key, lease_id_, [self = shared_from_this()](grpc::Status) {
     if (self->phase_ != phase::finished) self->finish(nullptr, nullptr);
   });
-  stop_timer_.expires_after(stop_grace);
-  stop_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (!ec && self->phase_ != phase::finished) self->finish(nullptr, nullptr);
-  });
 }
 
 void etcd_acquire::grant() {
@@ -321,17 +308,8 @@ void etcd_acquire::grant() {
 }
 
 void etcd_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
-  const bool answered = phase_ == phase::answered;
   phase_ = phase::finished;
   retry_timer_.cancel();
-  stop_timer_.cancel();
-  if (answered) {
-    // The caller was told "not acquired" already: a late grant's key is deleted with the
-    // lease here, before the backend goes.
-    granted.reset();
-    backend_.reset();
-    return;
-  }
   // As in core: let the caller, not this op, hold the last reference to the backend.
   backend_.reset();
   report(std::move(error), std::move(granted));

@@ -33,9 +33,8 @@ std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<etcd_backend> b
 
 /// The state machine behind start_acquire(). Runs on the io thread only; cancel() posts there.
 ///
-///   queueing --stop request--> withdrawing --no call out--> (key deleted) finished
-///   withdrawing --a call stays unanswered past stop_grace--> answered (the caller hears
-///       "not acquired"; the late answer still deletes our key) --> finished
+///   queueing --withdrawal (cancel)--> withdrawing --no call out--> (key deleted) finished
+///   withdrawing --the call out answers--> (key deleted) finished
 ///   queueing --grant, failure or one-shot miss--> finished
 ///   queueing --the provider's lease lost--> finished with connection_error
 class etcd_acquire final : public acquire_operation,
@@ -48,9 +47,9 @@ class etcd_acquire final : public acquire_operation,
   void cancel() noexcept override;
 
  private:
-  enum class phase { queueing, withdrawing, answered, finished };
+  enum class phase { queueing, withdrawing, finished };
 
-  bool withdrawing() const { return phase_ == phase::withdrawing || phase_ == phase::answered; }
+  bool withdrawing() const { return phase_ == phase::withdrawing; }
 
   // The continuation of a call: while a call is out, a stop request waits for it (it may be
   // creating our key); once the op is done, late answers are ignored.
@@ -81,8 +80,8 @@ class etcd_acquire final : public acquire_operation,
   void retry_later();
   void fail(std::exception_ptr error);
   void on_cancel();
-  /// Deletes our key (if a claim may have made it), then completes with no lease: once etcd
-  /// confirms, or after stop_grace at most so that a stop request stays prompt.
+  /// Deletes our key (if a claim may have made it), then completes with no lease once etcd
+  /// confirms (or the delete gives up).
   void withdraw();
   void grant();
   void finish(std::exception_ptr error, std::unique_ptr<lease> granted);
@@ -94,7 +93,6 @@ class etcd_acquire final : public acquire_operation,
   acquire_completion done_;
   boost::asio::any_io_executor executor_;
   boost::asio::steady_timer retry_timer_;
-  boost::asio::steady_timer stop_timer_;  // a stop request's answer while a call is out
   std::string queue_;
   std::string value_;
   phase phase_ = phase::queueing;

@@ -10,7 +10,6 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <dlock/core/backend/backend.hpp>
-#include <dlock/core/backend/stop_grace.hpp>
 
 #include "session.hpp"
 
@@ -64,7 +63,6 @@ class mysql_acquire final : public acquire_operation,
   std::uint32_t next_slot_ = 0;  // where a semaphore waits next
   phase phase_ = phase::attempting;
   boost::asio::steady_timer timer_;
-  boost::asio::steady_timer grace_timer_;
 };
 
 }  // namespace dlock::mysql::detail

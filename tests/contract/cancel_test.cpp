@@ -11,8 +11,7 @@
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
-#include <dlock/core/backend/stop_grace.hpp>
-
+#include "acquire_machine.hpp"  // core's stop_grace
 #include "backend.hpp"
 #include "support.hpp"
 
@@ -175,7 +174,7 @@ TEST_CASE("a stop request leaves nothing on the server even when its provider go
         const auto stopped_at = std::chrono::steady_clock::now();
         stop.request_stop();
         CHECK_FALSE(outcome_of(waiting));
-        confirmed = std::chrono::steady_clock::now() - stopped_at < dlock::stop_grace;
+        confirmed = std::chrono::steady_clock::now() - stopped_at < dlock::detail::stop_grace;
       }
       scene.held.release();
       auto next = c.wait(*scene.waiter, scene.name, 0ms, {});

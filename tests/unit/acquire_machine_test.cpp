@@ -85,9 +85,10 @@ std::map<std::pair<phase, event>, outcome> expected_table() {
       t[{p, e}] = {leave_and_answer, phase::done};
     }
   }
-  for (const auto e : {event::deadline, event::stop}) {
-    t[{phase::at_backend, e}] = {{action::withdraw_attempt, action::arm_grace}, phase::withdrawing};
-  }
+  // A stop is answered at the grace; a deadline waits for the backend's verdict.
+  t[{phase::at_backend, event::stop}] = {{action::withdraw_attempt, action::arm_grace},
+                                         phase::withdrawing};
+  t[{phase::at_backend, event::deadline}] = {{action::withdraw_attempt}, phase::withdrawing};
   t[{phase::withdrawing, event::grace_elapsed}] = {leave_and_answer, phase::answered};
   t[{phase::answered, event::backend_granted}] = {give_back, phase::done};
   t[{phase::answered, event::backend_declined}] = {none, phase::done};
@@ -158,6 +159,21 @@ TEST_CASE("acquire_machine: the first of a timeout and a stop names the ending",
     m.on(second);
     CHECK(m.why_not() == why);
   }
+}
+
+TEST_CASE("acquire_machine: a deadline waits for the backend's verdict; a stop after it is "
+          "answered at the grace",
+          "[core][unit]") {
+  acquire_machine m = machine_in(phase::at_backend);
+  CHECK(list(m.on(event::deadline)) == std::vector{action::withdraw_attempt});
+  CHECK(list(m.on(event::grace_elapsed)).empty());  // no grace runs: a stale timer
+  CHECK_FALSE(m.answered());
+  CHECK(list(m.on(event::stop)) == std::vector{action::arm_grace});
+  CHECK(list(m.on(event::stop)).empty());
+  CHECK(list(m.on(event::grace_elapsed)) == std::vector{action::leave_gate, action::answer});
+  CHECK(m.why_not() == ending::timed_out);
+  CHECK(list(m.on(event::backend_failed)).empty());  // the verdict came too late: dropped
+  CHECK(m.current() == phase::done);
 }
 
 TEST_CASE("acquire_machine: a grant that wins the race with a stop is the answer",

@@ -6,7 +6,6 @@
 
 #include <boost/asio/post.hpp>
 
-#include <dlock/core/backend/stop_grace.hpp>
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
@@ -28,9 +27,7 @@ zookeeper_acquire::zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend,
     : backend_(std::move(backend)),
       request_(std::move(request)),
       done_(std::move(done)),
-      executor_(backend_->executor()),
-      abandon_timer_(executor_),
-      stop_timer_(executor_) {
+      executor_(backend_->executor()) {
   const std::string node = backend_->node_of(request_.name);
   if (request_.kind == primitive::semaphore) {
     stages_.push_back({node + "/locks", lock_marker});
@@ -352,16 +349,9 @@ void zookeeper_acquire::fail_missing_chroot() {
 void zookeeper_acquire::on_cancel() {
   if (phase_ == phase::finished) return;
   if (phase_ == phase::queueing) phase_ = phase::withdrawing;
-  if (calls_out_ == 0) return abandon();
-  // The call out (it may be creating our node) cleans up when it answers, which may take
-  // up to a session timeout when the server stalls; a stop request must end the wait
-  // promptly all the same, so the caller hears after stop_grace at most.
-  stop_timer_.expires_after(stop_grace);
-  stop_timer_.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-    if (ec || self->phase_ != phase::withdrawing) return;
-    self->phase_ = phase::answered;
-    self->report(nullptr, nullptr);
-  });
+  // A call out (it may be creating our node) withdraws when it answers, which may take up to
+  // a session timeout when the server stalls; core answers a stopped caller meanwhile.
+  if (calls_out_ == 0) abandon();
 }
 
 void zookeeper_acquire::abandon() {
@@ -375,11 +365,7 @@ void zookeeper_acquire::abandon() {
       if (--*pending == 0 && self->phase_ != phase::finished) self->finish(nullptr, nullptr);
     });
   }
-  if (*pending == 0) return finish(nullptr, nullptr);
-  abandon_timer_.expires_after(stop_grace);
-  abandon_timer_.async_wait([self = shared_from_this()](boost::system::error_code) {
-    if (self->phase_ != phase::finished) self->finish(nullptr, nullptr);
-  });
+  if (*pending == 0) finish(nullptr, nullptr);
 }
 
 void zookeeper_acquire::fail(std::exception_ptr error) {
@@ -403,13 +389,11 @@ void zookeeper_acquire::grant() {
 void zookeeper_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
   const bool answered = phase_ == phase::answered;
   phase_ = phase::finished;
-  abandon_timer_.cancel();
-  stop_timer_.cancel();
   if (unreachable_id_) session().forget_unreachable(std::exchange(unreachable_id_, 0));
   drop_own_watch();
   for (stage& s : stages_) forget_unknown_create(s);
   if (answered) {
-    // The caller was told "not acquired" already: a late grant's node is deleted with the
+    // The caller was told of the failure already: a late grant's node is deleted with the
     // lease here, before the backend goes.
     granted.reset();
     backend_.reset();

@@ -37,8 +37,7 @@ std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<zookeeper_backe
 /// there.
 ///
 ///   queueing --stop request--> withdrawing --no call out--> (nodes deleted) finished
-///   withdrawing --a call stays unanswered past stop_grace--> answered (the caller hears
-///       "not acquired"; the late answer still deletes our node) --> finished
+///   withdrawing --the call out answers--> (nodes deleted) finished
 ///   queueing --grant, failure or one-shot miss--> finished
 ///   queueing --the session unreachable--> finished with connection_error (our nodes are
 ///       deleted once reconnected), or answered with it while a call is still out
@@ -133,10 +132,10 @@ class zookeeper_acquire final : public acquire_operation,
 
   // Ending.
   void on_cancel();
-  /// Deletes our nodes, then completes with no lease: once the server confirms, so that a
-  /// caller who lists the queue next finds them gone, but after stop_grace at most, so that
-  /// a stop request is prompt even when the server does not answer (a delete cut off by the
-  /// connection is retried after reconnecting; a session expiry removes the nodes anyway).
+  /// Deletes our nodes, then completes with no lease once the server confirms, so that a
+  /// caller who lists the queue next finds them gone (a delete cut off by the connection
+  /// completes as cut off and is retried after reconnecting; a session expiry removes the
+  /// nodes anyway).
   void abandon();
   void grant();
   void finish(std::exception_ptr error, std::unique_ptr<lease> granted);
@@ -147,8 +146,6 @@ class zookeeper_acquire final : public acquire_operation,
   acquire_request request_;
   acquire_completion done_;
   boost::asio::any_io_executor executor_;
-  boost::asio::steady_timer abandon_timer_;
-  boost::asio::steady_timer stop_timer_;  // a stop request's answer while a call is out
   phase phase_ = phase::queueing;
   std::vector<stage> stages_;
   std::size_t stage_index_ = 0;
