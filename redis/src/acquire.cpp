@@ -320,6 +320,8 @@ class redis_acquire final : public acquire_operation,
         nodes_.listen(i, keys_.channel, shared_from_this());
       }
     }
+    // A foreign holder's release publishes nothing: look again soon rather than at its expiry.
+    if (keys_.foreign_holders) wait_hint = std::min(wait_hint, foreign_release_poll);
     // A queued waiter refreshes its place in the queue before it would expire.
     if (queued_) {
       wait_hint = std::min(wait_hint, std::chrono::duration_cast<milliseconds>(

@@ -122,8 +122,10 @@ key_set key_scheme::keys_for_name(const acquire_request& request,
                   "' (the fencing counter of the lock without it)",
               request.name));
         }
-        return {key_kind::lock, {key, key + std::string(plain_fence_suffix)},
-                key + ":dlock-released"};
+        key_set keys{key_kind::lock, {key, key + std::string(plain_fence_suffix)},
+                     key + ":dlock-released"};
+        keys.foreign_holders = true;
+        return keys;
       }
       return {key_kind::lock, {base, base + ":fence", base + ":owners"}, base + ":released"};
     case primitive::reader_writer_lock:

@@ -2,6 +2,7 @@
 // each primitive (docs/redis.md, "Keys"), and the key kind every script dispatches on.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,7 +28,13 @@ struct key_set {
   /// granted in turn and a release wakes only the next. Empty: none (other primitives, plain
   /// keys, RedLock).
   std::string queue;
+  /// Other clients may hold these keys and release them without publishing (plain keys: any
+  /// SET NX PX client), so a waiter tries again at least every foreign_release_poll.
+  bool foreign_holders = false;
 };
+
+/// How often a waiter tries a key that other clients may release without a word.
+inline constexpr std::chrono::milliseconds foreign_release_poll{250};
 
 /// Maps names to keys under a prefix, with or without plain-key mode.
 class key_scheme {
