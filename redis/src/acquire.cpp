@@ -400,7 +400,15 @@ class redis_acquire final : public acquire_operation,
     // On every node, whatever listening_ says: after one RedLock node's subscription was lost
     // (listening_ reset), the others still hold this operation (a no-op where it is absent).
     for (std::size_t i = 0; i < nodes_.size(); ++i) nodes_.unlisten(i, keys_.channel, this);
-    if (queued_ && !granted) return withdraw_then_complete(std::move(error));
+    if (queued_ && !granted) {
+      // A failure knows its verdict: the servers could not be heard, and would not confirm a
+      // withdrawal either. It goes out behind (and is retried); the caller hears now.
+      if (error) {
+        nodes_.withdraw(keys_, token_, {});
+      } else {
+        return withdraw_then_complete();
+      }
+    }
     auto done = std::move(done_);
     done(std::move(error), std::move(granted));
   }
@@ -411,13 +419,11 @@ class redis_acquire final : public acquire_operation,
   // a signal) could take the connection down before the withdrawal is sent: its place stayed
   // at the head of the queue until the place's deadline, and the lock went to nobody meanwhile.
   // Core answers a stopped caller within its grace all the same.
-  void withdraw_then_complete(std::exception_ptr error) {
-    nodes_.withdraw(keys_, token_,
-                    [self = shared_from_this(), error = std::move(error)](
-                        std::vector<command_result>) mutable {
-                      auto done = std::move(self->done_);
-                      done(std::move(error), nullptr);
-                    });
+  void withdraw_then_complete() {
+    nodes_.withdraw(keys_, token_, [self = shared_from_this()](std::vector<command_result>) {
+      auto done = std::move(self->done_);
+      done(nullptr, nullptr);
+    });
   }
 
   std::shared_ptr<redis_backend> backend_;
