@@ -13,7 +13,8 @@
 # developer keeps up with `scripts/test-servers.sh --state-dir <dir> start` are reused and left
 # running (docs/testing.md).
 #
-# Sets DLOCK_TEST_SERVER_<REDIS|POSTGRES|ZOOKEEPER|ETCD> to ON when that server's fixture exists, and
+# Sets DLOCK_TEST_SERVER_<REDIS|POSTGRES|ZOOKEEPER|ETCD|MARIADB> to ON when that server's fixture
+# exists (its client library is installed and its backend is built), and
 # defines dlock_test_servers, the helper library linked by tests that talk to the servers.
 
 set(DLOCK_TEST_STATE_DIR "${CMAKE_BINARY_DIR}/test-servers" CACHE PATH
@@ -43,12 +44,22 @@ endif()
 if(PkgConfig_FOUND)
   pkg_check_modules(dlock_test_mariadb IMPORTED_TARGET libmariadb)
 endif()
-set(DLOCK_TEST_SERVER_MARIADB ${dlock_test_mariadb_FOUND})
-
-set(DLOCK_TEST_SERVER_REDIS ${dlock_test_hiredis_FOUND})
-set(DLOCK_TEST_SERVER_POSTGRES ${dlock_test_pqxx_FOUND})
+# A server's fixture, its own tests and its partition group exist only in a build of its
+# backend: a build without it (the tsan preset) has no test that would use them.
+set(DLOCK_TEST_SERVER_MARIADB OFF)
+if(dlock_test_mariadb_FOUND AND DLOCK_WITH_MYSQL)
+  set(DLOCK_TEST_SERVER_MARIADB ON)
+endif()
+set(DLOCK_TEST_SERVER_REDIS OFF)
+if(dlock_test_hiredis_FOUND AND DLOCK_WITH_REDIS)
+  set(DLOCK_TEST_SERVER_REDIS ON)
+endif()
+set(DLOCK_TEST_SERVER_POSTGRES OFF)
+if(dlock_test_pqxx_FOUND AND DLOCK_WITH_POSTGRES)
+  set(DLOCK_TEST_SERVER_POSTGRES ON)
+endif()
 set(DLOCK_TEST_SERVER_ZOOKEEPER OFF)
-if(TARGET dlock_test_zookeeper_client)
+if(TARGET dlock_test_zookeeper_client AND DLOCK_WITH_ZOOKEEPER)
   set(DLOCK_TEST_SERVER_ZOOKEEPER ON)
 endif()
 # etcd's tests look at the server with etcdctl (Debian's etcd-client); only a build with the
@@ -89,7 +100,7 @@ foreach(server IN ITEMS redis postgres zookeeper etcd)
   string(TOUPPER "${server}" upper)
   if(DLOCK_TEST_SERVER_${upper})
     dlock_add_test_server_fixture(${server})
-  else()
+  elseif(DLOCK_WITH_${upper})
     message(STATUS "dlock: ${server} server tests skipped: ${dlock_test_missing_library_${server}} not found")
   endif()
 endforeach()
@@ -121,7 +132,7 @@ endif()
 
 if(DLOCK_TEST_SERVER_MARIADB)
   dlock_add_test_server_fixture(mariadb)
-else()
+elseif(DLOCK_WITH_MYSQL)
   message(STATUS "dlock: mariadb server tests skipped: MariaDB Connector/C (apt-get install libmariadb-dev) not found")
 endif()
 
