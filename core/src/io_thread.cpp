@@ -11,6 +11,8 @@
 
 #include <dlock/core/errors.hpp>
 
+#include "thread_reaper.hpp"
+
 namespace dlock {
 
 namespace {
@@ -22,7 +24,9 @@ namespace {
 
 }  // namespace
 
-io_thread::io_thread() : context_(std::make_shared<boost::asio::io_context>(1)) {}
+io_thread::io_thread()
+    : context_(std::make_shared<boost::asio::io_context>(1)),
+      finished_(std::make_shared<std::atomic<bool>>(false)) {}
 
 void io_thread::make_reactor() const {
   try {
@@ -44,7 +48,7 @@ void io_thread::start_thread() const {
   if (started_.load(std::memory_order_relaxed)) return;
   make_reactor();
   try {
-    thread_ = std::thread([context = context_] {
+    thread_ = std::thread([context = context_, finished = finished_]() mutable {
       auto work = boost::asio::make_work_guard(*context);
       // A handler that throws would otherwise end the thread and the process with it; the
       // handlers are the user's completion handlers, so report and keep serving the others.
@@ -57,6 +61,10 @@ void io_thread::start_thread() const {
           std::cerr << "dlock: unknown exception escaped a completion handler\n";
         }
       }
+      // The context goes with the last owner, which may be this thread: before the flag.
+      work.reset();
+      context.reset();
+      finished->store(true, std::memory_order_release);
     });
   } catch (const std::system_error& e) {
     throw_cannot_start(e);
@@ -75,7 +83,8 @@ void io_thread::stop() {
   context_->stop();
   if (!thread_.joinable()) return;
   if (running_in_this_thread()) {
-    thread_.detach();  // the thread holds the context and ends after the current handler
+    // The thread holds the context and ends after the current handler.
+    detail::hand_to_reaper(std::move(thread_), finished_);
   } else {
     thread_.join();
   }

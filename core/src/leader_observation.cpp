@@ -1,6 +1,7 @@
 // election::observe: one thread per observation reads the board when told of a change (or
 // every poll period) and hands each new leader to the callback, in order. A thread rather
 // than the provider's executor, since a board's read may block on its backend's own thread.
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -10,6 +11,7 @@
 
 #include "election_access.hpp"
 #include "lock_service.hpp"
+#include "thread_reaper.hpp"
 
 namespace dlock {
 
@@ -37,6 +39,8 @@ struct leader_observation::state {
   std::shared_ptr<wake_up> wake = std::make_shared<wake_up>();
   std::shared_ptr<void> watch;  // the board's subscription; reset before the thread stops
   std::thread thread;
+  // Set by the thread as its last statement (thread_reaper.hpp).
+  std::shared_ptr<std::atomic<bool>> finished = std::make_shared<std::atomic<bool>>(false);
 };
 
 namespace {
@@ -94,7 +98,8 @@ void leader_observation::stop() noexcept {
   }
   s->wake->changed.notify_one();
   if (s->thread.get_id() == std::this_thread::get_id()) {
-    s->thread.detach();  // stopped from its own callback: the loop ends when it returns
+    // Stopped from its own callback: the loop ends when it returns.
+    detail::hand_to_reaper(std::move(s->thread), s->finished);
   } else {
     s->thread.join();
   }
@@ -104,8 +109,15 @@ leader_observation election::observe(
     std::function<void(const std::optional<leader_info>&)> on_change) const {
   auto s = std::make_shared<leader_observation::state>();
   s->watch = target_.board->watch(target_.name, [wake = s->wake] { wake->poke(); });
-  s->thread = std::thread([target = target_, wake = s->wake, on_change = std::move(on_change)] {
+  s->thread = std::thread([target = target_, wake = s->wake, on_change = std::move(on_change),
+                           finished = s->finished]() mutable {
     observe_loop(target, wake, on_change);
+    {
+      // What the callback and the board hold goes before the thread says it is done.
+      [[maybe_unused]] const auto dropped_target = std::move(target);
+      [[maybe_unused]] const auto dropped_callback = std::move(on_change);
+    }
+    finished->store(true, std::memory_order_release);
   });
   return detail::election_access::make(std::move(s));
 }

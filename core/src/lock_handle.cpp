@@ -1,5 +1,6 @@
 #include <dlock/core/lock_handle.hpp>
 
+#include <stdexcept>
 #include <utility>
 
 #include <boost/asio/post.hpp>
@@ -106,7 +107,10 @@ std::stop_token lock_handle::lost_token() const noexcept {
 }
 
 void lock_handle::on_lost(std::function<void()> callback) {
-  if (!state_) return;
+  if (!state_) {
+    throw std::logic_error("dlock: on_lost() on an empty handle (released, moved from or "
+                           "default): it holds no lock to lose");
+  }
   std::lock_guard lock(state_->callbacks_mutex);
   if (!state_->callbacks_open) state_->callbacks_open = std::make_shared<detail::callbacks_gate>();
   // The executor is asked for only when the loss is found: asking starts the provider's

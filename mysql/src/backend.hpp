@@ -59,8 +59,9 @@ class mysql_backend final : public dlock::backend,
   /// when options.election_table is empty.
   std::shared_ptr<election_board> elections() override;
 
-  // inspector.cpp: the grant table's live rows, the process list's waits; a break KILLs the
-  // holders' connections.
+  // inspector.cpp: the grant table's live rows, the process list's waits, the slots held now;
+  // a break KILLs the holders' connections.
+  std::optional<std::uint32_t> current_count(const acquire_request& request) override;
   lock_inspection inspect(const std::string& name) override;
   std::vector<lock_inspection> list_locks(const std::string& prefix) override;
   void break_lock(const std::string& name) override;
@@ -76,6 +77,7 @@ class mysql_backend final : public dlock::backend,
   /// throws its failure as an acquire of `name` would.
   query_result query_now(std::string sql, const std::string& name);
   void require_grant_table(const char* operation) const;
+  std::vector<lock_party> holders_from_locks(const std::string& name);
 
   statement_settings statements_;
   std::mutex board_mutex_;

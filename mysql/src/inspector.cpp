@@ -1,8 +1,11 @@
 // What the MySQL backend can tell an inspector, and an administrator's break (docs/mysql.md,
 // "What inspect can see"): holders from the grant table's rows whose holder connection still
-// holds their named lock (IS_USED_LOCK), waiters from the process list, and a break that KILLs
-// the connections holding the name's named locks.
+// holds their named lock (IS_USED_LOCK), or without a grant table the connections holding the
+// name's named locks; waiters from the process list; the free slots of a semaphore; and a
+// break that KILLs the connections holding the name's named locks.
 #include <algorithm>
+#include <map>
+#include <set>
 #include <stdexcept>
 
 #include <dlock/core/backend/blocking_call.hpp>
@@ -50,18 +53,64 @@ void mysql_backend::require_grant_table(const char* operation) const {
   }
 }
 
+// A named lock records no max_count, so the count is of the slots `request` names; with a
+// semaphore table, live holders that use another max_count make it the usual mismatch.
+std::optional<std::uint32_t> mysql_backend::current_count(const acquire_request& request) {
+  const query_result r = query_now(count_slots_sql(request, options_.semaphore_table),
+                                   request.name);
+  if (auto other = r.value(1)) throw max_count_mismatch(request, std::stoull(*other));
+  const auto held = std::stoul(r.value().value_or("0"));
+  return held >= request.max_count ? 0 : request.max_count - static_cast<std::uint32_t>(held);
+}
+
+// Without a grant table, the holders are what the server knows: which connection holds which
+// of the name's named locks, with neither owner nor token nor start. A writer holds the gate
+// and every reader slot; a connection that holds the gate and only some slots is a writer
+// still waiting for readers to leave, which the process list shows as a waiter.
+std::vector<lock_party> mysql_backend::holders_from_locks(const std::string& name) {
+  const auto rows = query_now(held_locks_sql(name), name).rows;
+  std::map<std::string, std::uint32_t> reader_slots_of;
+  std::set<std::string> at_gate;
+  for (const auto& row : rows) {
+    const std::string what = row.at(0).value_or(""), holder = row.at(1).value_or("");
+    if (what == "W") at_gate.insert(holder);
+    if (what == "R") ++reader_slots_of[holder];
+  }
+  std::vector<lock_party> holders;
+  const auto party = [](party_kind kind, const std::string& holder) {
+    return lock_party{.kind = kind, .owner = "connection " + holder};
+  };
+  for (const auto& row : rows) {
+    const std::string what = row.at(0).value_or(""), holder = row.at(1).value_or("");
+    if (what == "L") holders.push_back(party(party_kind::exclusive, holder));
+    if (what == "S") holders.push_back(party(party_kind::semaphore_slot, holder));
+    if (what == "R" && !at_gate.contains(holder)) {
+      holders.push_back(party(party_kind::read, holder));
+    }
+  }
+  for (const auto& holder : at_gate) {
+    if (reader_slots_of[holder] == reader_slots) {
+      holders.push_back(party(party_kind::write, holder));
+    }
+  }
+  return holders;
+}
+
 lock_inspection mysql_backend::inspect(const std::string& name) {
-  require_grant_table("inspect");
   lock_inspection found{.name = name};
-  using std::chrono::microseconds;
-  for (const auto& row : query_now(inspect_sql(options_.grant_table, name), name).rows) {
-    lock_party holder{.kind = static_cast<party_kind>(std::stoi(row.at(0).value_or("0")))};
-    if (row.at(1)) holder.fencing_token = std::stoull(*row.at(1));
-    holder.since = std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            microseconds(std::stoll(row.at(2).value_or("0")))));
-    holder.owner = from_hex(row.at(3).value_or(""));
-    found.holders.push_back(std::move(holder));
+  if (options_.grant_table.empty()) {
+    found.holders = holders_from_locks(name);
+  } else {
+    using std::chrono::microseconds;
+    for (const auto& row : query_now(inspect_sql(options_.grant_table, name), name).rows) {
+      lock_party holder{.kind = static_cast<party_kind>(std::stoi(row.at(0).value_or("0")))};
+      if (row.at(1)) holder.fencing_token = std::stoull(*row.at(1));
+      holder.since = std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              microseconds(std::stoll(row.at(2).value_or("0")))));
+      holder.owner = from_hex(row.at(3).value_or(""));
+      found.holders.push_back(std::move(holder));
+    }
   }
   const auto now = std::chrono::system_clock::now();
   for (const auto& row : query_now(waiters_sql(name), name).rows) {

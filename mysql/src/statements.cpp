@@ -430,6 +430,14 @@ std::string kill_query_sql(std::uint64_t thread_id) {
   return "KILL QUERY " + std::to_string(thread_id);
 }
 
+std::string count_slots_sql(const acquire_request& r, const std::string& semaphore_table) {
+  std::string sql = "SELECT 0";
+  for (std::uint32_t i = 0; i < r.max_count; ++i) {
+    sql += " + (IS_USED_LOCK(" + semaphore_slot(r, i) + ") IS NOT NULL)";
+  }
+  return sql + ", " + (semaphore_table.empty() ? "NULL" : other_count(r, semaphore_table));
+}
+
 std::string inspect_sql(const std::string& grant_table, const std::string& name) {
   const std::string hash = name_hash(name);
   return "DELETE FROM " + grant_table + " WHERE name_hash = '" + hash +
@@ -447,6 +455,21 @@ std::string list_sql(const std::string& grant_table, std::string_view prefix) {
 std::string waiters_sql(const std::string& name) {
   return "SELECT TIME_MS, INFO FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' "
          "AND INFO LIKE '%:" + name_hash(name) + ":%' ORDER BY TIME_MS DESC";
+}
+
+std::string held_locks_sql(const std::string& name) {
+  std::string sql;
+  const auto add = [&](char what, name_space space, std::uint32_t slots) {
+    for (std::uint32_t i = 0; i < slots; ++i) {
+      sql += std::string(sql.empty() ? "SELECT '" : " UNION ALL SELECT '") + what +
+             "' AS what, IS_USED_LOCK(" + quoted(server_name(space, name, i)) + ") AS holder";
+    }
+  };
+  add('L', name_space::lock, 1);
+  add('W', name_space::writer_gate, 1);
+  add('R', name_space::reader_slot, reader_slots);
+  add('S', name_space::semaphore_slot, max_semaphore_slots);
+  return "SELECT what, holder FROM (" + sql + ") AS held WHERE holder IS NOT NULL";
 }
 
 std::string holders_sql(const std::string& name) {

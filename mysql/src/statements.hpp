@@ -49,6 +49,10 @@ std::string leader_sql(const std::string& table, std::string_view election);
 /// The bytes of HEX() `digits` (upper case, as the server writes them).
 std::string from_hex(const std::string& digits);
 
+/// One row (slots of semaphore `request` held now, the max_count of a live holder that uses
+/// another one or NULL); the second column is always NULL without a semaphore table.
+std::string count_slots_sql(const acquire_request& request, const std::string& semaphore_table);
+
 /// The inspector's statements (docs/mysql.md, "What inspect can see"). inspect_sql deletes
 /// the name's rows whose holder no longer holds their lock, then gives the rest: (kind,
 /// token, since_us, HEX(owner), holder), oldest first.
@@ -57,6 +61,9 @@ std::string inspect_sql(const std::string& grant_table, const std::string& name)
 std::string list_sql(const std::string& grant_table, std::string_view prefix);
 /// (TIME_MS, INFO) of every connection waiting in GET_LOCK for a lock of `name`, longest first.
 std::string waiters_sql(const std::string& name);
+/// (what, connection id) of every named lock of `name` held now, what being L (the lock), W
+/// (a reader-writer lock's writer gate), R (one of its reader slots) or S (a semaphore slot).
+std::string held_locks_sql(const std::string& name);
 /// The connection id of every holder of any named lock of `name` (not its election).
 std::string holders_sql(const std::string& name);
 

@@ -59,14 +59,6 @@ class backend_fixture {
   /// the cancel cases can check only what is left afterwards.
   virtual bool footprint_shows_waiters(dlock::primitive kind) const = 0;
 
-  /// Whether provider::inspect(), list_locks() and break_lock() are implemented for this
-  /// backend yet (issue 19; docs/observability.md lists the backends that are).
-  virtual bool inspects() const { return false; }
-
-  /// Whether provider::list_locks() is implemented for this backend yet (a Redis Cluster: not
-  /// yet, it would SCAN every master).
-  virtual bool lists_locks() const { return inspects(); }
-
   /// Whether inspect() shows when each grant was made (etcd keeps no time per key; list_locks
   /// then orders by the backend's own measure of age).
   virtual bool inspect_sees_since() const { return true; }

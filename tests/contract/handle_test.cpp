@@ -48,15 +48,6 @@ TEST_CASE("moving a handle moves the lock, and move assignment releases the targ
   CHECK_FALSE(other->create_lock(second).try_acquire());
 }
 
-TEST_CASE("an empty handle is lost, has a stopped lost_token and fencing token 0",
-          "[contract][handle]") {
-  dlock::lock_handle empty;
-  CHECK_FALSE(empty);
-  CHECK(empty.lost());
-  CHECK(empty.lost_token().stop_requested());
-  CHECK(empty.fencing_token() == 0);
-}
-
 TEST_CASE("a handle is marked lost when the backend loses the lock",
           "[contract][deployment][lost]") {
   const auto name = unique_name("lost");

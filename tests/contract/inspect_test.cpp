@@ -29,10 +29,6 @@ const dlock::lock_party* holder_with_token(const dlock::lock_inspection& found,
 
 TEST_CASE("inspect shows the holder of a lock with its owner, token and start",
           "[contract][deployment][inspect]") {
-  if (!backend().inspects()) {
-    WARN(backend().label() << ": inspect is not implemented yet");
-    return;
-  }
   auto provider = backend().make_provider();
   auto observer = backend().make_provider();
   const auto name = unique_name("inspect-held");
@@ -62,7 +58,6 @@ TEST_CASE("inspect shows the holder of a lock with its owner, token and start",
 
 TEST_CASE("a grant carries its provider's owner, host, pid and program by default",
           "[contract][inspect]") {
-  if (!backend().inspects()) return;
   auto provider = backend().make_provider();
   auto observer = backend().make_provider();
   CHECK(provider->owner() == dlock::default_owner());
@@ -92,7 +87,6 @@ TEST_CASE("an owner that cannot be stored is refused before anything is sent",
 
 TEST_CASE("inspect shows every reader of a reader-writer lock and every semaphore slot",
           "[contract][inspect]") {
-  if (!backend().inspects()) return;
   auto first = backend().make_provider();
   auto second = backend().make_provider();
   auto observer = backend().make_provider();
@@ -135,15 +129,13 @@ TEST_CASE("inspect shows every reader of a reader-writer lock and every semaphor
 }
 
 TEST_CASE("inspect shows the waiters the backend can see", "[contract][inspect]") {
-  if (!backend().inspects()) return;
   auto holder = backend().make_provider();
   auto waiter = backend().make_provider();
   auto observer = backend().make_provider();
   const auto name = unique_name("inspect-waiters");
   auto held = holder->create_lock(name).with_owner("holder").acquire(10s);
   if (!observer->inspect(name).waiters_visible) {
-    WARN(backend().label() << " cannot see who waits for a lock");
-    return;
+    DLOCK_SKIP(backend().label() << " cannot see who waits for a lock");
   }
   std::stop_source stop;
   auto waiting = std::async(std::launch::async, [&] {
@@ -161,10 +153,6 @@ TEST_CASE("inspect shows the waiters the backend can see", "[contract][inspect]"
 
 TEST_CASE("list_locks lists the names held under a prefix, held longest first",
           "[contract][deployment][inspect]") {
-  if (!backend().lists_locks()) {
-    WARN(backend().label() << ": list_locks is not implemented yet");
-    return;
-  }
   auto provider = backend().make_provider();
   auto observer = backend().make_provider();
   const auto prefix = unique_name("inspect-list") + "/";
@@ -186,7 +174,6 @@ TEST_CASE("list_locks lists the names held under a prefix, held longest first",
 
 TEST_CASE("break_lock frees a held lock and fences its holder out",
           "[contract][deployment][inspect][break]") {
-  if (!backend().inspects()) return;
   auto holder = backend().make_provider();
   auto next = backend().make_provider();
   auto admin = backend().make_provider();
@@ -209,7 +196,6 @@ TEST_CASE("break_lock frees a held lock and fences its holder out",
 
 TEST_CASE("break_lock frees every reader and semaphore slot of a name",
           "[contract][inspect][break]") {
-  if (!backend().inspects()) return;
   auto holder = backend().make_provider();
   auto admin = backend().make_provider();
   const auto name = unique_name("inspect-break-shared");

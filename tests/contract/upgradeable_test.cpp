@@ -272,10 +272,7 @@ TEST_CASE("an upgradeable read leaves nothing on the server once released, upgra
           "[contract][upgradeable][cancel]") {
   const auto name = unique_name("upgradeable-footprint");
   const auto empty = backend().server_footprint(name);
-  if (!empty) {
-    WARN(backend().label() << "'s state cannot be seen from outside");
-    return;
-  }
+  if (!empty) DLOCK_SKIP(backend().label() << "'s state cannot be seen from outside");
   auto provider = backend().make_provider();
   auto rw = provider->create_reader_writer_lock(name);
   {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>  // before Asio: Boost 1.74 uses std::exchange without it
@@ -300,6 +301,45 @@ TEST_CASE("inspect ignores and deletes the grant rows of holders that are gone, 
   // may notice first (CI's ASan run saw the holder still listed once).
   CHECK(wait_until([&] { return admin->inspect(name + "-beside").holders.empty(); }));
   sql.query("DROP TABLE " + table);
+}
+
+TEST_CASE("without a grant table inspect shows the connections that hold the name's locks",
+          "[mysql][inspect]") {
+  auto holder = dlock::make_provider(with("grant_table="));
+  auto other = dlock::make_provider(with("grant_table="));
+  auto observer = dlock::make_provider(with("grant_table="));
+  const auto name = unique_name("unrecorded");
+  const auto kinds_of = [&](const std::string& of) {
+    std::multiset<dlock::party_kind> kinds;
+    for (const auto& party : observer->inspect(of).holders) {
+      CHECK(party.owner.rfind("connection ", 0) == 0);
+      CHECK_FALSE(party.fencing_token);
+      kinds.insert(party.kind);
+    }
+    return kinds;
+  };
+  {
+    auto held = holder->create_lock(name).with_owner("not stored").acquire(5s);
+    CHECK(kinds_of(name) == std::multiset{dlock::party_kind::exclusive});
+  }
+  CHECK(kinds_of(name).empty());
+  {
+    auto rw = holder->create_reader_writer_lock(name);
+    auto first = rw.acquire_read(5s);
+    auto second = other->create_reader_writer_lock(name).acquire_read(5s);
+    CHECK(kinds_of(name) == std::multiset{dlock::party_kind::read, dlock::party_kind::read});
+  }
+  {
+    auto written = holder->create_reader_writer_lock(name).acquire_write(5s);
+    CHECK(kinds_of(name) == std::multiset{dlock::party_kind::write});
+  }
+  {
+    auto slot = holder->create_semaphore(name, 3).acquire(5s);
+    auto another = other->create_semaphore(name, 3).acquire(5s);
+    CHECK(kinds_of(name) == std::multiset{dlock::party_kind::semaphore_slot,
+                                          dlock::party_kind::semaphore_slot});
+  }
+  CHECK_THROWS_WITH(observer->list_locks(name), Catch::Matchers::Contains("grant_table"));
 }
 
 TEST_CASE("locks held at once share one connection",

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <random>
+
+#include <dlock/core/backend/random_bits.hpp>
 
 namespace dlock::zookeeper::detail {
 
@@ -30,9 +31,8 @@ void sort_by_sequence(std::vector<queued_node>& nodes) {
 }  // namespace
 
 std::string new_protection_prefix() {
-  thread_local std::mt19937_64 random{std::random_device{}()};
   // A version 4 UUID in Java's UUID.toString() form, as Curator writes it.
-  std::uint64_t high = random(), low = random();
+  std::uint64_t high = random_bits(), low = random_bits();
   high = (high & ~std::uint64_t{0xF000}) | 0x4000;
   low = (low & ~(std::uint64_t{0xC} << 60)) | (std::uint64_t{0x8} << 60);
   static constexpr char hex[] = "0123456789abcdef";

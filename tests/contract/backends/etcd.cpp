@@ -63,7 +63,6 @@ class etcd_fixture final : public backend_fixture {
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
   bool pushes_leader_changes() const override { return true; }
 
-  bool inspects() const override { return true; }
   // etcd keeps no time per key.
   bool inspect_sees_since() const override { return false; }
 

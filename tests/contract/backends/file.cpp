@@ -113,7 +113,6 @@ class file_fixture final : public backend_fixture {
     return kind == dlock::primitive::reader_writer_lock;
   }
 
-  bool inspects() const override { return true; }
   bool pushes_leader_changes() const override { return true; }
   // Readers share their file: only an exclusive holder writes its owner there.
   bool inspect_sees_every_owner() const override { return false; }

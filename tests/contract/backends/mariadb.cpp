@@ -85,7 +85,6 @@ class mariadb_fixture final : public backend_fixture {
   // gate), a reader's at the gate and a semaphore waiter's at one slot.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
   // Holders from the grant table; waiters from the process list, which shows no owner.
-  bool inspects() const override { return true; }
   bool inspect_sees_every_owner() const override { return false; }
 
   void acquire_from_unreachable_endpoint() override {

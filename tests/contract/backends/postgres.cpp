@@ -105,7 +105,6 @@ class postgres_fixture final : public backend_fixture {
     return kind != dlock::primitive::semaphore;
   }
 
-  bool inspects() const override { return true; }
   bool pushes_leader_changes() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {

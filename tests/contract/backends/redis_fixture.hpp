@@ -126,7 +126,6 @@ class redis_fixture final : public backend_fixture {
 
   // A waiting lock, writer, reader or semaphore subscribes to the name's release channel.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
-  bool inspects() const override { return true; }
   bool pushes_leader_changes() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {

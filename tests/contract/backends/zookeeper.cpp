@@ -56,7 +56,6 @@ class zookeeper_fixture final : public backend_fixture {
     }
   }
 
-  bool inspects() const override { return true; }
   bool pushes_leader_changes() const override { return true; }
 
   // The contenders' nodes below the name's node: a lock's or reader-writer lock's children, a

@@ -6,6 +6,7 @@
 //   connection_error  the backend could not be reached, or dropped us
 //   lock_lost_error   an operation needed the lock, but it was lost
 //   deadlock_error    the backend broke a deadlock by failing this acquire
+//   unsupported_operation  this backend, as configured, cannot do what was asked
 //   std::invalid_argument  a bad name, URL, option or timeout (not a dlock::error)
 // try_acquire() reports "not obtained" as an empty optional, never as an exception.
 #pragma once
@@ -59,6 +60,15 @@ class lock_lost_error : public error {
 /// cannot help. Release what the caller holds and retry, or take locks in one fixed order
 /// (dlock::acquire_all does).
 class deadlock_error : public error {
+ public:
+  using error::error;
+};
+
+/// This backend, as configured, cannot do what was asked: inspect(), list_locks() or
+/// break_lock() where it cannot look, an option its deployment refuses. The message names the
+/// backend, the operation, and the option that would allow it where one would. Retrying
+/// cannot help.
+class unsupported_operation : public error {
  public:
   using error::error;
 };

@@ -9,10 +9,11 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <dlock/core/errors.hpp>
 
 namespace dlock {
 
@@ -57,13 +58,6 @@ struct lock_inspection {
   bool held() const noexcept { return !holders.empty(); }
   /// The earliest `since` of a holder, for listing oldest first.
   std::optional<std::chrono::system_clock::time_point> held_since() const;
-};
-
-/// Thrown by inspect(), list_locks() and break_lock() on a backend that cannot do that
-/// (the message names the backend and the operation).
-class unsupported_operation : public std::logic_error {
- public:
-  using std::logic_error::logic_error;
 };
 
 /// The owner a provider stamps on its grants unless told otherwise:

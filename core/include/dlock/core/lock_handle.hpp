@@ -32,6 +32,26 @@ struct handle_access;
 /// older than the newest it has seen: that keeps the resource safe even when a paused
 /// holder's lock expired underneath it.
 ///
+/// States: empty (default-constructed, moved from, released), held, and lost (the backend
+/// can no longer guarantee exclusivity; the handle still owns what is left of the grant).
+///
+///     operation        empty                   held                  lost
+///     operator bool    false                   true                  true
+///     held()           false                   true                  false
+///     lost()           true                    false                 true
+///     lost_token()     stopped                 not stopped           stopped
+///     on_lost(f)       std::logic_error        f runs once lost      f runs soon
+///     throw_if_lost()  dlock::lock_lost_error  returns               dlock::lock_lost_error
+///     fencing_token()  0                       the grant's token     the grant's token
+///     name()           ""                      the name              the name
+///     release()        nothing                 releases, -> empty    frees the rest, -> empty
+///     destructor       nothing                 releases              frees the rest
+///     moved from       stays empty             -> empty, target held -> empty, target lost
+///
+/// release() may throw dlock::connection_error (the handle is empty afterwards anyway); the
+/// destructor and move assignment report that error to the provider's error hook instead.
+/// on_lost callbacks run on the provider's executor, never on the caller's thread.
+///
 /// Thread safety: distinct objects: safe. Shared objects: only the const observers (lost(),
 /// lost_token(), fencing_token(), operator bool) may be called concurrently; release(),
 /// on_lost() and assignment need external synchronisation.
@@ -76,7 +96,8 @@ class [[nodiscard]] lock_handle {
 
   /// Runs `callback` once on the provider's executor when the lock is lost (at once if it
   /// already is). Callbacks registered on a handle are dropped when it is released.
-  /// Requires: non-empty handle.
+  /// Throws std::logic_error on an empty handle: it has no lock to lose, and a callback
+  /// kept for nothing would never run.
   void on_lost(std::function<void()> callback);
 
   /// Throws dlock::lock_lost_error when lost() is true (and on an empty handle); returns
@@ -85,10 +106,10 @@ class [[nodiscard]] lock_handle {
   /// lost right after this check.
   void throw_if_lost() const;
 
-  /// The grant's fencing token. Requires: non-empty handle (returns 0 on an empty one).
+  /// The grant's fencing token; 0 on an empty handle.
   std::uint64_t fencing_token() const noexcept;
 
-  /// The name the lock was created with. Requires: non-empty handle.
+  /// The name the lock was created with; empty on an empty handle.
   const std::string& name() const noexcept;
 
  private:

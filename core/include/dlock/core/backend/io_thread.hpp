@@ -20,8 +20,9 @@ namespace dlock {
 /// not use.
 ///
 /// Destruction stops the context and joins the thread; if it happens on that very thread
-/// (the last handle released inside a completion handler), the thread is detached instead and
-/// finishes on its own once the handler returns.
+/// (the last handle released inside a completion handler), the thread finishes once the
+/// handler returns and is joined later: by the next such thread, or when the process exits,
+/// so that it never runs on while exit() destroys static objects.
 class io_thread {
  public:
   /// Makes the context, but neither its reactor nor its thread (executor() does).
@@ -31,8 +32,8 @@ class io_thread {
   /// Calls stop().
   ~io_thread();
 
-  /// Stops the context and ends the thread: joins it, or detaches it when called on it (it
-  /// then ends after the current handler). The context itself lives until destruction, so
+  /// Stops the context and ends the thread: joins it, or, when called on it, lets it end after
+  /// the current handler (it is joined later, at the latest when the process exits). The context itself lives until destruction, so
   /// I/O objects bound to it may still be destroyed after stop(). Idempotent.
   void stop();
 
@@ -50,6 +51,8 @@ class io_thread {
   mutable std::atomic<bool> started_{false};  // the thread was started, or stop() was called
   mutable std::mutex start_mutex_;
   mutable std::thread thread_;
+  // Set by the thread as its last statement, so that whoever joins it later knows it may.
+  std::shared_ptr<std::atomic<bool>> finished_;
 };
 
 }  // namespace dlock
