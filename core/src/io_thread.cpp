@@ -11,7 +11,7 @@
 
 #include <dlock/core/errors.hpp>
 
-#include "thread_reaper.hpp"
+#include "orphan_threads.hpp"
 
 namespace dlock {
 
@@ -64,7 +64,7 @@ void io_thread::start_thread() const {
       // The context goes with the last owner, which may be this thread: before the flag.
       work.reset();
       context.reset();
-      finished->store(true, std::memory_order_release);
+      detail::say_finished(*finished);
     });
   } catch (const std::system_error& e) {
     throw_cannot_start(e);
@@ -84,7 +84,7 @@ void io_thread::stop() {
   if (!thread_.joinable()) return;
   if (running_in_this_thread()) {
     // The thread holds the context and ends after the current handler.
-    detail::hand_to_reaper(std::move(thread_), finished_);
+    detail::detach_until_exit(std::move(thread_), finished_);
   } else {
     thread_.join();
   }

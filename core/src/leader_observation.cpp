@@ -11,7 +11,7 @@
 
 #include "election_access.hpp"
 #include "lock_service.hpp"
-#include "thread_reaper.hpp"
+#include "orphan_threads.hpp"
 
 namespace dlock {
 
@@ -39,7 +39,7 @@ struct leader_observation::state {
   std::shared_ptr<wake_up> wake = std::make_shared<wake_up>();
   std::shared_ptr<void> watch;  // the board's subscription; reset before the thread stops
   std::thread thread;
-  // Set by the thread as its last statement (thread_reaper.hpp).
+  // Set by the thread as its last statement (orphan_threads.hpp).
   std::shared_ptr<std::atomic<bool>> finished = std::make_shared<std::atomic<bool>>(false);
 };
 
@@ -99,7 +99,7 @@ void leader_observation::stop() noexcept {
   s->wake->changed.notify_one();
   if (s->thread.get_id() == std::this_thread::get_id()) {
     // Stopped from its own callback: the loop ends when it returns.
-    detail::hand_to_reaper(std::move(s->thread), s->finished);
+    detail::detach_until_exit(std::move(s->thread), s->finished);
   } else {
     s->thread.join();
   }
@@ -117,7 +117,7 @@ leader_observation election::observe(
       [[maybe_unused]] const auto dropped_target = std::move(target);
       [[maybe_unused]] const auto dropped_callback = std::move(on_change);
     }
-    finished->store(true, std::memory_order_release);
+    detail::say_finished(*finished);
   });
   return detail::election_access::make(std::move(s));
 }

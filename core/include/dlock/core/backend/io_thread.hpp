@@ -20,9 +20,9 @@ namespace dlock {
 /// not use.
 ///
 /// Destruction stops the context and joins the thread; if it happens on that very thread
-/// (the last handle released inside a completion handler), the thread finishes once the
-/// handler returns and is joined later: by the next such thread, or when the process exits,
-/// so that it never runs on while exit() destroys static objects.
+/// (the last handle released inside a completion handler), the thread is detached and
+/// finishes once the handler returns, and exit() waits for that before it destroys static
+/// objects.
 class io_thread {
  public:
   /// Makes the context, but neither its reactor nor its thread (executor() does).
@@ -33,7 +33,7 @@ class io_thread {
   ~io_thread();
 
   /// Stops the context and ends the thread: joins it, or, when called on it, lets it end after
-  /// the current handler (it is joined later, at the latest when the process exits). The context itself lives until destruction, so
+  /// the current handler (detached; exit() waits for it). The context itself lives until destruction, so
   /// I/O objects bound to it may still be destroyed after stop(). Idempotent.
   void stop();
 

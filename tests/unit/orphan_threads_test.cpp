@@ -1,5 +1,5 @@
 // An io_thread stopped from its own handler finishes before exit() destroys static objects
-// (thread_reaper.hpp); it used to be detached and could run on through exit().
+// (orphan_threads.hpp); exit() used to go on while it ran.
 #include <catch2/catch.hpp>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,8 +56,8 @@ witness& the_witness() {
     delete io;  // stopped from its own thread: it ends once this handler returns
     io_thread_deleted = true;
     (void)wait_for([] { return exit_called.load(); }, std::chrono::milliseconds(5000));
-    // With the thread joined at exit, the witness stays alive until this handler is done;
-    // with a detached thread, exit() goes on and destroys it meanwhile.
+    // With exit() waiting for this thread, the witness stays alive until this handler is
+    // done; without, exit() goes on and destroys it meanwhile.
     if (wait_for([] { return the_witness().destroyed.load(); }, std::chrono::milliseconds(300))) {
       _exit(3);
     }
@@ -70,7 +70,7 @@ witness& the_witness() {
 
 }  // namespace
 
-TEST_CASE("an io_thread stopped from its own handler is joined before exit() destroys statics",
+TEST_CASE("an io_thread stopped from its own handler finishes before exit() destroys statics",
           "[unit]") {
   const pid_t pid = ::fork();
   if (pid == 0) child();
