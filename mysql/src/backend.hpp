@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -77,7 +78,8 @@ class mysql_backend final : public dlock::backend,
   /// throws its failure as an acquire of `name` would.
   query_result query_now(std::string sql, const std::string& name);
   void require_grant_table(const char* operation) const;
-  std::vector<lock_party> holders_from_locks(const std::string& name);
+  std::vector<lock_party> holders_from_locks(const std::string& name,
+                                             const std::set<std::string>& recorded);
 
   statement_settings statements_;
   std::mutex board_mutex_;

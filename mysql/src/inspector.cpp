@@ -63,12 +63,14 @@ std::optional<std::uint32_t> mysql_backend::current_count(const acquire_request&
   return held >= request.max_count ? 0 : request.max_count - static_cast<std::uint32_t>(held);
 }
 
-// Without a grant table, the holders are what the server knows: which connection holds which
-// of the name's named locks, with neither owner nor token nor start. A writer holds the gate
-// and every reader slot; a connection that holds the gate and only some slots is a writer
+// The holders the server knows of: which connection holds which of the name's named locks,
+// with neither owner nor token nor start; those in `recorded` left out. A writer holds the
+// gate and every reader slot; a connection that holds the gate and only some slots is a writer
 // still waiting for readers to leave, which the process list shows as a waiter.
-std::vector<lock_party> mysql_backend::holders_from_locks(const std::string& name) {
-  const auto rows = query_now(held_locks_sql(name), name).rows;
+std::vector<lock_party> mysql_backend::holders_from_locks(const std::string& name,
+                                                          const std::set<std::string>& recorded) {
+  auto rows = query_now(held_locks_sql(name), name).rows;
+  std::erase_if(rows, [&](const auto& row) { return recorded.contains(row.at(1).value_or("")); });
   std::map<std::string, std::uint32_t> reader_slots_of;
   std::set<std::string> at_gate;
   for (const auto& row : rows) {
@@ -96,11 +98,12 @@ std::vector<lock_party> mysql_backend::holders_from_locks(const std::string& nam
   return holders;
 }
 
+// With a grant table, its live rows first (owner, token, start), then the holders that
+// recorded none (clients without the table, plain GET_LOCK) by connection.
 lock_inspection mysql_backend::inspect(const std::string& name) {
   lock_inspection found{.name = name};
-  if (options_.grant_table.empty()) {
-    found.holders = holders_from_locks(name);
-  } else {
+  std::set<std::string> recorded;
+  if (!options_.grant_table.empty()) {
     using std::chrono::microseconds;
     for (const auto& row : query_now(inspect_sql(options_.grant_table, name), name).rows) {
       lock_party holder{.kind = static_cast<party_kind>(std::stoi(row.at(0).value_or("0")))};
@@ -109,8 +112,12 @@ lock_inspection mysql_backend::inspect(const std::string& name) {
           std::chrono::duration_cast<std::chrono::system_clock::duration>(
               microseconds(std::stoll(row.at(2).value_or("0")))));
       holder.owner = from_hex(row.at(3).value_or(""));
+      recorded.insert(row.at(4).value_or(""));
       found.holders.push_back(std::move(holder));
     }
+  }
+  for (auto& holder : holders_from_locks(name, recorded)) {
+    found.holders.push_back(std::move(holder));
   }
   const auto now = std::chrono::system_clock::now();
   for (const auto& row : query_now(waiters_sql(name), name).rows) {

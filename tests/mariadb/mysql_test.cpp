@@ -129,8 +129,11 @@ TEST_CASE("bad URLs and options are invalid_argument naming the field", "[mysql]
   REQUIRE_THROWS_WITH(dlock::make_provider(with("election_table=x.y.z")),
                       Contains("election_table"));
   REQUIRE_THROWS_WITH(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence=&"
-                                           "semaphore_table=&election_table="),
+                                           "semaphore_table=&election_table=&"
+                                           "grant_table=dlock_grants"),
                       Contains("grant table needs a database"));
+  CHECK(dlock::make_provider("mysql://dlock@127.0.0.1:1/?fencing_sequence=&semaphore_table=&"
+                             "election_table="));  // no grant table by default
 }
 
 TEST_CASE("an unreachable server, a wrong password or an unknown database is a connection_error "
@@ -303,11 +306,12 @@ TEST_CASE("inspect ignores and deletes the grant rows of holders that are gone, 
   sql.query("DROP TABLE " + table);
 }
 
-TEST_CASE("without a grant table inspect shows the connections that hold the name's locks",
+TEST_CASE("by default no grant is recorded, and inspect shows the connections that hold the "
+          "name's locks",
           "[mysql][inspect]") {
-  auto holder = dlock::make_provider(with("grant_table="));
-  auto other = dlock::make_provider(with("grant_table="));
-  auto observer = dlock::make_provider(with("grant_table="));
+  auto holder = dlock::make_provider(server_url());
+  auto other = dlock::make_provider(server_url());
+  auto observer = dlock::make_provider(server_url());
   const auto name = unique_name("unrecorded");
   const auto kinds_of = [&](const std::string& of) {
     std::multiset<dlock::party_kind> kinds;

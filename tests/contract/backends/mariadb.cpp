@@ -46,9 +46,12 @@ class mariadb_fixture final : public backend_fixture {
  public:
   std::string label() const override { return "mysql"; }
 
-  std::shared_ptr<dlock::provider> make_provider() override { return dlock::make_provider(url_); }
+  // With the grant table, which the inspect cases need (mysql_test.cpp covers its absence).
+  std::shared_ptr<dlock::provider> make_provider() override {
+    return dlock::make_provider(url_ + "?grant_table=dlock_grants");
+  }
 
-  std::string url() const override { return url_; }
+  std::string url() const override { return url_ + "?grant_table=dlock_grants"; }
 
   // Ends the connection that holds the name, as an operator's KILL or a server restart would.
   void break_lock(const std::string& name) override {

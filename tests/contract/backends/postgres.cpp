@@ -54,12 +54,16 @@ class postgres_fixture final : public backend_fixture {
   std::string label() const override { return "postgres"; }
 
   std::shared_ptr<dlock::provider> make_provider() override {
-    return std::make_shared<dlock::postgres::provider>(dlock::postgres::options{
-        .connection_string = url_, .locks_per_session = locks_per_session()});
+    return std::make_shared<dlock::postgres::provider>(
+        dlock::postgres::options{.connection_string = url_,
+                                 .owners_table = "dlock_owners",
+                                 .locks_per_session = locks_per_session()});
   }
 
+  // With the owners' table, which the inspect cases need (owners_test.cpp covers its absence).
   std::string url() const override {
-    return url_ + "?locks_per_session=" + std::to_string(locks_per_session());
+    return url_ + "?owners_table=dlock_owners&locks_per_session=" +
+           std::to_string(locks_per_session());
   }
 
   // Ends the session that holds the lock, as a server restart or an operator would.

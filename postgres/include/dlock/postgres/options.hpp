@@ -45,11 +45,13 @@ struct options {
   /// connection's first use; `schema.name` allowed. Empty: no fencing tokens (every token is 0,
   /// which saves nothing on a round trip but the CREATE privilege).
   std::string fencing_sequence = "dlock_fencing";
-  /// The table where each grant records its owner, token and start, for inspect() (one row per
-  /// held lock, written in the grant's statement, deleted by its release), created (CREATE
-  /// TABLE IF NOT EXISTS) on a connection's first use; `schema.name` allowed. Empty: nothing
-  /// recorded, and inspect() shows the holding sessions' pids only.
-  std::string owners_table = "dlock_owners";
+  /// The table where each grant records its owner, token and start, for inspect() and
+  /// list_locks() (one row per held lock, written in the grant's statement, deleted by its
+  /// release), created (CREATE TABLE IF NOT EXISTS) on a connection's first use; `schema.name`
+  /// allowed, `dlock_owners` by convention. Empty (the default): nothing recorded, inspect()
+  /// shows the holding sessions' pids only and list_locks() is unsupported. The row makes an
+  /// uncontended lock cycle cost about twice as much (docs/postgres.md).
+  std::string owners_table;
   /// A semaphore waiter is woken by a NOTIFY from each release; a holder whose session ended
   /// without releasing sends none, so waiters also retry this often. Positive.
   std::chrono::nanoseconds semaphore_retry = std::chrono::seconds(1);
