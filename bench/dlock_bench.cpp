@@ -142,6 +142,12 @@ long resident_kib() {
 void postgres_bench(const std::string& url, int iterations, int handoffs, int held_count) {
   std::printf("dlock-bench: postgres backend at %s\n",
               dlock::make_provider(url)->endpoint().c_str());
+  // The raw cycles with dlock's statements write owner rows: a provider with the owners' table
+  // (not the default) creates it first.
+  dlock::make_provider(with_option(url, "owners_table=dlock_owners"))
+      ->create_lock("owners-table-made")
+      .acquire(std::chrono::seconds(10))
+      .release();
   // The waiter's attempt and its blocking statement must be in place before the release.
   constexpr std::chrono::microseconds settle(5000);
   // dlock's handoff and the raw ones in ten turns each, one after the other, so that all
