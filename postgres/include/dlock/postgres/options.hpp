@@ -50,7 +50,7 @@ struct options {
   /// release), created (CREATE TABLE IF NOT EXISTS) on a connection's first use; `schema.name`
   /// allowed, `dlock_owners` by convention. Empty (the default): nothing recorded, inspect()
   /// shows the holding sessions' pids only and list_locks() is unsupported. The row makes an
-  /// uncontended lock cycle cost about twice as much (docs/postgres.md).
+  /// uncontended lock cycle cost about three times as much (docs/postgres.md).
   std::string owners_table;
   /// A semaphore waiter is woken by a NOTIFY from each release; a holder whose session ended
   /// without releasing sends none, so waiters also retry this often. Positive.
