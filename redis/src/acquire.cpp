@@ -152,7 +152,9 @@ class redis_acquire final : public acquire_operation,
 
   void propose(std::uint64_t proposal) {
     const auto sent = clock::now();
-    const bool queue = request_.wait && (keys_.kind == key_kind::write || !keys_.queue.empty());
+    const bool queue = request_.wait && (keys_.kind == key_kind::write ||
+                                         keys_.kind == key_kind::dotnet_write ||
+                                         !keys_.queue.empty());
     if (queue) queued_ = true;
     if (queue && multi_node() && arrival_.empty()) {
       // RedLock: every server queues this waiter at the same place, by its own clock's
@@ -180,6 +182,7 @@ class redis_acquire final : public acquire_operation,
     std::uint64_t fencing_token = proposal;
     std::optional<std::chrono::milliseconds> wait_hint;
     std::optional<long long> other_max_count;
+    std::optional<std::string> wrong_type;
     std::string odd_reply;
     bool outbid = false;
     for (const auto& r : results) {
@@ -192,6 +195,8 @@ class redis_acquire final : public acquire_operation,
       if (answer.outcome == acquire_answer::kind::granted) {
         ++granted;
         if (proposal == 0) fencing_token = static_cast<std::uint64_t>(answer.value);
+      } else if (answer.outcome == acquire_answer::kind::wrong_type) {
+        wrong_type = answer.failure;
       } else if (answer.outcome == acquire_answer::kind::other_max_count) {
         other_max_count = answer.value;
       } else if (answer.outcome == acquire_answer::kind::stale) {
@@ -204,6 +209,11 @@ class redis_acquire final : public acquire_operation,
     if (phase_ == phase::finished || withdrawing_) {  // ended while this try was in flight
       give_back(results, granted);
       if (phase_ != phase::finished) finish(nullptr, nullptr);
+      return;
+    }
+    if (wrong_type) {
+      give_back(results, granted);
+      finish(std::make_exception_ptr(backend_->key_clash(request_, keys_, *wrong_type)), nullptr);
       return;
     }
     if (other_max_count) {

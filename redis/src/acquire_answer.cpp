@@ -4,6 +4,9 @@ namespace dlock::redis::detail {
 
 acquire_answer read_acquire_answer(const command_result& result) {
   if (result.failure) return {.failure = *result.failure};
+  if (result.value.is_error() && result.value.text.find("WRONGTYPE") != std::string::npos) {
+    return {acquire_answer::kind::wrong_type, 0, result.value.text};
+  }
   if (!result.value.is_integer_pair()) {
     return {.failure = result.value.is_error() ? result.value.text
                                                : "unexpected reply to the acquire script"};

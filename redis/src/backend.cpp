@@ -10,6 +10,7 @@
 
 #include "acquire.hpp"
 #include "acquire_answer.hpp"
+#include "dotnet_layout.hpp"
 #include "lease.hpp"
 #include "redlock.hpp"
 #include "scripts.hpp"
@@ -37,7 +38,7 @@ bool counted_slots(const command_result& r) {
 
 redis_backend::redis_backend(options opts)
     : options_(validated(std::move(opts))),
-      keys_(options_.key_prefix, options_.plain_keys, options_.cluster),
+      keys_(options_.key_prefix, options_.plain_keys, options_.layout, options_.cluster),
       network_(std::make_unique<io_thread>()),
       nodes_(std::make_shared<node_set>(network_->executor(), options_)),
       watchdog_(*this) {
@@ -96,6 +97,8 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
     }
     case acquire_answer::kind::other_max_count:
       throw max_count_mismatch(request, answer.value);
+    case acquire_answer::kind::wrong_type:
+      throw key_clash(request, keys, answer.failure);
     case acquire_answer::kind::failed:
       // Without a reply it may have been granted all the same.
       give_back();
@@ -103,6 +106,17 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
     default:
       return nullptr;
   }
+}
+
+std::invalid_argument redis_backend::key_clash(const acquire_request& request,
+                                               const key_set& keys,
+                                               const std::string& reply) const {
+  if (keys_.dotnet_layout()) {
+    return std::invalid_argument(message(dotnet_key_clash(keys.keys[0]), request.name));
+  }
+  return std::invalid_argument(
+      message("a key of this name holds a value dlock did not write there (" + reply + ")",
+              request.name));
 }
 
 void redis_backend::follow_sentinel() {

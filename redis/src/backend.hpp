@@ -83,6 +83,9 @@ class redis_backend final : public dlock::backend,
     return keys_.keys_for(request, *this);
   }
   std::string lock_key(std::string_view name) const { return keys_.lock_key(name); }
+  /// The error for a WRONGTYPE answer to `request`'s acquire (acquire_answer::wrong_type).
+  std::invalid_argument key_clash(const acquire_request& request, const key_set& keys,
+                                  const std::string& reply) const;
 
   /// Makes the lease of a new grant and puts it under the watchdog. Any thread.
   std::unique_ptr<lease> grant(const std::string& name, const key_set& keys,
@@ -116,6 +119,8 @@ class redis_backend final : public dlock::backend,
   void follow_sentinel();
   // inspector.cpp: the nodes list_locks SCANs, and how many of them must answer.
   std::pair<std::vector<node*>, std::size_t> scanned_nodes(const std::string& prefix);
+  /// Throws unsupported_operation naming `operation` in .NET's key layout.
+  void refuse_in_dotnet_layout(std::string_view operation) const;
 };
 
 }  // namespace dlock::redis::detail

@@ -67,10 +67,20 @@ bool add_answer(const reply& answer, std::map<std::string, seen_party>& seen,
 
 }  // namespace
 
+// .NET's keys hold bare tokens: no owner, fencing token or start per holder, no queue.
+void redis_backend::refuse_in_dotnet_layout(std::string_view operation) const {
+  if (!keys_.dotnet_layout()) return;
+  throw unsupported_operation(message(
+      std::string(operation) +
+      " is not supported with layout=dotnet: .NET's keys record no owner, fencing token or "
+      "waiter per holder (docs/dotnet.md)"));
+}
+
 lock_inspection redis_backend::inspect(const std::string& name) {
   if (network_->running_in_this_thread()) {
     throw std::logic_error("dlock: redis: inspect() called on the network thread");
   }
+  refuse_in_dotnet_layout("inspect");
   const key_set keys = keys_.inspection_keys(name);
   return call_and_wait<lock_inspection>(
       network_->executor(), options_.release_timeout, message("no answer to inspect", name),
@@ -138,6 +148,7 @@ std::vector<lock_inspection> redis_backend::list_locks(const std::string& prefix
   if (network_->running_in_this_thread()) {
     throw std::logic_error("dlock: redis: list_locks() called on the network thread");
   }
+  refuse_in_dotnet_layout("list_locks");
   const std::string pattern = keys_.counters_pattern(prefix);
   const auto [targets, need] = scanned_nodes(prefix);
   std::set<std::string> names;
@@ -185,6 +196,7 @@ void redis_backend::break_lock(const std::string& name) {
   if (network_->running_in_this_thread()) {
     throw std::logic_error("dlock: redis: break_lock() called on the network thread");
   }
+  refuse_in_dotnet_layout("break_lock");
   const key_set keys = keys_.inspection_keys(name);
   // The publish command first, then the channels: a cluster's waiters listen on shard channels.
   std::vector<std::string> channels{keys_.publish_command()};

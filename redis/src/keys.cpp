@@ -6,9 +6,6 @@ namespace dlock::redis::detail {
 
 namespace {
 
-// Appended to a lock's key in plain-key mode, the key of its fencing counter.
-constexpr std::string_view plain_fence_suffix = ":dlock-fence";
-
 /// A name inside a hash tag: '%', '{' and '}' are written %25, %7B and %7D, so the first '}'
 /// of a key always ends its tag and distinct names never share a key.
 std::string escape_for_tag(std::string_view name) {
@@ -78,8 +75,15 @@ std::string_view script_argument(key_kind kind) noexcept {
     case key_kind::read: return "read";
     case key_kind::write: return "write";
     case key_kind::semaphore: return "sem";
+    case key_kind::dotnet_read: return "dnread";
+    case key_kind::dotnet_write: return "dnwrite";
+    case key_kind::dotnet_semaphore: return "dnsem";
   }
   return "lock";
+}
+
+std::string_view withdraw_argument(key_kind kind) noexcept {
+  return kind == key_kind::dotnet_write ? "dnwithdraw" : "withdraw";
 }
 
 std::string key_scheme::lock_key(std::string_view name) const {
@@ -88,7 +92,11 @@ std::string key_scheme::lock_key(std::string_view name) const {
 }
 
 key_set key_scheme::keys_for(const acquire_request& request, const dlock::backend& owner) const {
-  key_set keys = keys_for_name(request, owner);
+  key_set keys = dotnet_ && (request.kind == primitive::lock ||
+                              request.kind == primitive::reader_writer_lock ||
+                              request.kind == primitive::semaphore)
+                     ? dotnet_keys(request, owner)
+                     : keys_for_name(request, owner);
   if (shard_channels_) keys.publish = "SPUBLISH";
   // Plain keys stay what other SET NX clients see; elections keep their own order.
   if ((request.kind == primitive::lock && !plain_keys_) || request.kind == primitive::upgrade_gate) {
@@ -101,7 +109,9 @@ key_set key_scheme::keys_for_name(const acquire_request& request,
                                   const dlock::backend& owner) const {
   // An election has no counterpart among other clients' locks: its keys are tagged in either
   // mode.
-  if (plain_keys_ && request.kind != primitive::lock && request.kind != primitive::election) {
+  // .NET's layout has its own keys for these (dotnet_keys); its upgrade gate is dlock's.
+  if (plain_keys_ && !dotnet_ && request.kind != primitive::lock &&
+      request.kind != primitive::election) {
     // Other clients' SET NX PX locks know no shared mode and no slots: such a lock of the
     // name would not exclude them, though the option promises it.
     throw std::invalid_argument(owner.message(

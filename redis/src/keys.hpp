@@ -8,13 +8,16 @@
 #include <vector>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/redis/options.hpp>
 
 namespace dlock::redis::detail {
 
-/// What the keys of a name hold, and so which branch of a script runs.
-enum class key_kind { lock, read, write, semaphore };
+/// What the keys of a name hold, and so which branch of a script runs. The dotnet_ kinds are
+/// the reader-writer lock and semaphore of the .NET layout (options::layout; dotnet_layout.cpp).
+enum class key_kind { lock, read, write, semaphore, dotnet_read, dotnet_write, dotnet_semaphore };
 
-/// The kind as the scripts spell it: "lock", "read", "write" or "sem".
+/// The kind as the scripts spell it: "lock", "read", "write", "sem", "dnread", "dnwrite" or
+/// "dnsem".
 std::string_view script_argument(key_kind kind) noexcept;
 
 /// The keys and channel of one name of one primitive. Every key of a name shares its hash tag.
@@ -33,14 +36,36 @@ struct key_set {
   bool foreign_holders = false;
 };
 
+/// Appended to a lock's key in plain-key mode (and to a name's in .NET's layout), the key of
+/// its fencing counter.
+inline constexpr std::string_view plain_fence_suffix = ":dlock-fence";
+
 /// How often a waiter tries a key that other clients may release without a word.
 inline constexpr std::chrono::milliseconds foreign_release_poll{250};
 
-/// Maps names to keys under a prefix, with or without plain-key mode.
+/// What a waiter's withdrawal tells the release script: "withdraw", or "dnwithdraw" for a
+/// writer of .NET's layout, whose waiting mark is in the writer key.
+std::string_view withdraw_argument(key_kind kind) noexcept;
+
+/// Whether holders of `kind` take slots counted on every RedLock node (a semaphore, either
+/// layout), so that every node must grant and answer a release.
+constexpr bool counted_on_every_node(key_kind kind) noexcept {
+  return kind == key_kind::semaphore || kind == key_kind::dotnet_semaphore;
+}
+
+/// Maps names to keys under a prefix: dlock's layout, plain-key mode, or .NET's layout.
 class key_scheme {
  public:
-  key_scheme(std::string prefix, bool plain_keys, bool shard_channels = false)
-      : prefix_(std::move(prefix)), plain_keys_(plain_keys), shard_channels_(shard_channels) {}
+  /// `cluster`: the keys go to a Redis Cluster (shard channels; a name's keys must share a slot).
+  key_scheme(std::string prefix, bool plain_keys, key_layout layout = key_layout::dlock,
+             bool cluster = false)
+      : prefix_(std::move(prefix)),
+        plain_keys_(plain_keys || layout == key_layout::dotnet),
+        dotnet_(layout == key_layout::dotnet),
+        shard_channels_(cluster) {}
+
+  /// .NET's layout: no owner records, queues or token per holder to inspect.
+  bool dotnet_layout() const noexcept { return dotnet_; }
 
   /// The key that holds the exclusive lock `name`.
   std::string lock_key(std::string_view name) const;
@@ -68,9 +93,11 @@ class key_scheme {
 
  private:
   key_set keys_for_name(const acquire_request& request, const dlock::backend& owner) const;
+  key_set dotnet_keys(const acquire_request& request, const dlock::backend& owner) const;
 
   std::string prefix_;
-  bool plain_keys_;
+  bool plain_keys_;  ///< a lock is the plain key `<prefix><name>` (also in .NET's layout)
+  bool dotnet_;
   bool shard_channels_;
 };
 

@@ -145,6 +145,16 @@ std::shared_ptr<dlock::provider> make_from_url(provider_url url) {
   if (auto value = url.take_option("plain_keys")) {
     opts.plain_keys = parse_bool("plain_keys", *value);
   }
+  if (auto value = url.take_option("layout")) {
+    if (*value == "dlock") {
+      opts.layout = key_layout::dlock;
+    } else if (*value == "dotnet") {
+      opts.layout = key_layout::dotnet;
+    } else {
+      throw std::invalid_argument("dlock: redis URL option layout must be 'dlock' or 'dotnet', not '" +
+                                  *value + "'");
+    }
+  }
   url.reject_unknown_options();
   return std::make_shared<provider>(std::move(opts));
 }

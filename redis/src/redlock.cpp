@@ -170,7 +170,7 @@ void node_set::release_everywhere(const key_set& keys, const std::string& token,
   // A semaphore's slots are counted on every node (its acquire needs them all), so its release
   // waits for every node's answer: returning on a majority let the next acquire find the slot
   // still taken on the slowest node. A majority's confirmation is still what succeeds.
-  const std::size_t heard_from = keys.kind == key_kind::semaphore ? size() : majority();
+  const std::size_t heard_from = counted_on_every_node(keys.kind) ? size() : majority();
   std::shared_ptr<fan_out> all;
   if (done) all = std::make_shared<fan_out>(size(), quorum_rule{heard_from, confirmed},
                                             std::move(done));
@@ -189,7 +189,8 @@ void node_set::release_on(std::size_t i, const key_set& keys, const std::string&
                           reply_handler first_answer) {
   std::weak_ptr<node_set> weak = shared_from_this();
   eval_on(i, release_script(), keys,
-       {token, what == undo::withdraw ? "withdraw" : std::string(script_argument(keys.kind)),
+       {token, std::string(what == undo::withdraw ? withdraw_argument(keys.kind)
+                                             : script_argument(keys.kind)),
         keys.channel, keys.publish, keys.queue, place == queue_place::keep ? "keep" : "leave"},
        [weak, i, keys, token, what, place, until,
         first_answer = std::move(first_answer)](command_result result) mutable {

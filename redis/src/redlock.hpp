@@ -88,7 +88,7 @@ class node_set : public std::enable_shared_from_this<node_set> {
   /// node for a semaphore. Majorities of different holders overlap in one node only, so with
   /// slots counted per node they could admit more than max_count holders in all.
   std::size_t quorum(key_kind kind) const noexcept {
-    return kind == key_kind::semaphore ? size() : majority();
+    return counted_on_every_node(kind) ? size() : majority();
   }
 
   /// Runs `which` on every node at once; `done` gets the results when `rule` settles it.

@@ -2,6 +2,8 @@
 
 #include <dlock/core/backend/naming.hpp>
 
+#include "dotnet_layout.hpp"
+
 namespace dlock::redis::detail {
 
 namespace {
@@ -60,7 +62,8 @@ constexpr const char* owners_function = R"lua(
 local function owners_key(kind)
   if kind == 'lock' then return KEYS[3] end
   if kind == 'sem' then return KEYS[4] end
-  return KEYS[5]
+  if kind == 'read' or kind == 'write' then return KEYS[5] end
+  return nil  -- .NET's layout records no owners
 end
 )lua";
 
@@ -124,6 +127,8 @@ local function again()
   if proposal == 0 then return granted(tonumber(redis.call('GET', KEYS[2]) or '0')) end
   return granted(fence())
 end
+local dotnet = dotnet_acquire(token, expiry, kind, max_count, ARGV[6] == '1', granted, fence, again)
+if dotnet then return dotnet end
 if kind == 'lock' or kind == 'write' then
   if holder == token then
     redis.call('PEXPIRE', KEYS[1], expiry)
@@ -219,7 +224,10 @@ local released = 0
 -- Also when the grant is no longer ours (broken, expired): its record goes with it.
 local owners = kind ~= 'withdraw' and owners_key(kind)
 if owners then redis.call('HDEL', owners, token) end
-if kind == 'lock' or kind == 'write' then
+local dotnet = dotnet_release(token, kind, ARGV[6] == 'keep')
+if dotnet then
+  released = dotnet
+elseif kind == 'lock' or kind == 'write' then
   if redis.call('GET', KEYS[1]) == token then
     redis.call('DEL', KEYS[1])
     if kind == 'lock' and KEYS[4] then redis.call('DEL', KEYS[4]) end
@@ -252,6 +260,8 @@ return released
 
 constexpr const char* extend_body = R"lua(
 local token, kind, expiry = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local dotnet = dotnet_extend(token, kind, expiry)
+if dotnet then return dotnet end
 if kind == 'lock' or kind == 'write' then
   if redis.call('GET', KEYS[1]) == token then
     redis.call('PEXPIRE', KEYS[1], expiry)
@@ -312,7 +322,8 @@ constexpr const char* count_body = R"lua(
 local max_count = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now_ms())
 local count = redis.call('ZCARD', KEYS[1])
-local stored = redis.call('GET', KEYS[3])
+-- .NET's layout keeps no max_count (KEYS[3]).
+local stored = KEYS[3] and redis.call('GET', KEYS[3])
 if count > 0 and stored and tonumber(stored) ~= max_count then return {-2, tonumber(stored)} end
 return {count, max_count}
 )lua";
@@ -329,19 +340,21 @@ const script& make_script(std::string source) {
 
 const script& acquire_script() {
   static const script& instance =
-      make_script(std::string(now_function) + queue_function + owners_function + acquire_body);
+      make_script(std::string(now_function) + dotnet_functions() + queue_function +
+                  owners_function + acquire_body);
   return instance;
 }
 
 const script& release_script() {
-  static const script& instance = make_script(std::string(now_function) + queue_function +
-                                              owners_function + release_body);
+  static const script& instance =
+      make_script(std::string(now_function) + dotnet_functions() + queue_function +
+                  owners_function + release_body);
   return instance;
 }
 
 const script& extend_script() {
   static const script& instance =
-      make_script(std::string(now_function) + owners_function + extend_body);
+      make_script(std::string(now_function) + dotnet_functions() + owners_function + extend_body);
   return instance;
 }
 

@@ -122,6 +122,11 @@ options validated(options opts) {
   }
   validate_tls(opts.tls);
   validate_cluster(opts);
+  if (opts.layout == key_layout::dotnet && opts.plain_keys) {
+    throw std::invalid_argument(
+        "dlock: redis options: layout=dotnet cannot be combined with plain_keys (the dotnet "
+        "layout's locks are plain keys already)");
+  }
   if (opts.expiry < std::chrono::milliseconds(10)) {
     throw std::invalid_argument("dlock: redis options: expiry must be at least 10ms");
   }

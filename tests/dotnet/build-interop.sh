@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the .NET side of the dotnet label (interop/) into OUT_DIR/bin, restoring
-# DistributedLock.Postgres from NuGet. Outside CI a failed restore (no network) is a warning:
-# the dotnet tests then skip, saying so. Under CI=true it fails the build.
+# DistributedLock.Postgres and DistributedLock.Redis from NuGet. Outside CI a failed restore (no
+# network) is a warning: the dotnet tests then skip, saying so. Under CI=true it fails the build.
 set -uo pipefail
 out=$1
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <future>
+#include <stdexcept>
 
 #include <dlock/dlock.hpp>
 
@@ -107,4 +108,29 @@ TEST_CASE("a slot migrated while its lock is held: ASK while it moves, MOVED aft
   auto again = bystander->create_lock(name).try_acquire();
   REQUIRE(again);
   CHECK(again->fencing_token() == 2);
+}
+
+TEST_CASE("layout=dotnet on a cluster: a name with a hash tag works, one without is refused",
+          "[redis][cluster][dotnet_layout]") {
+  auto locks = dlock::make_provider(url("layout=dotnet"));
+  const auto bare = support::unique_name("dotnet-untagged");
+  CHECK_THROWS_AS(locks->create_lock(bare).try_acquire(), std::invalid_argument);
+  CHECK_THROWS_WITH(locks->create_reader_writer_lock(bare).try_acquire_read(),
+                    Catch::Contains("hash tag") && Catch::Contains(bare));
+  const auto tagged = "{" + support::unique_name("dotnet-tagged") + "}";
+  auto lock = locks->create_lock(tagged).try_acquire();
+  REQUIRE(lock);
+  CHECK_FALSE(locks->create_lock(tagged).try_acquire());
+  auto rw = locks->create_reader_writer_lock(tagged + ".rw");
+  auto read = rw.try_acquire_read();
+  REQUIRE(read);
+  CHECK_FALSE(rw.try_acquire_write());
+  auto slot = locks->create_semaphore(tagged + ".sem", 1).try_acquire();
+  REQUIRE(slot);
+  CHECK_FALSE(locks->create_semaphore(tagged + ".sem", 1).try_acquire());
+  // The keys are .NET's, on the master of the tag's slot.
+  const auto at = masters().at(owner_of(prefix() + tagged));
+  CHECK(ask(at, {"TYPE", prefix() + tagged}) == "string");
+  CHECK(ask(at, {"TYPE", prefix() + tagged + ".rw.readers"}) == "set");
+  CHECK(ask(at, {"TYPE", prefix() + tagged + ".sem"}) == "zset");
 }

@@ -1,6 +1,7 @@
 // The contract's Redis fixture, shared by the executables that run the suite over each way of
 // reaching Redis (redis.cpp: TCP and RedLock; redis_tls.cpp: TLS and a Unix socket;
-// redis_sentinel.cpp: the master of a Sentinel deployment; redis_cluster.cpp: a Redis Cluster).
+// redis_sentinel.cpp: the master of a Sentinel deployment; redis_cluster.cpp: a Redis Cluster;
+// redis_dotnet.cpp: .NET DistributedLock's key layout).
 #pragma once
 
 #include <algorithm>
@@ -42,11 +43,17 @@ inline std::vector<std::string> elements(support::redis_connection& redis,
 /// servers (redis://, rediss:// with its options, redis+unix://), `probe_url` a plain redis://
 /// URL of the same servers, which the probes (break_lock, server_footprint) use. With
 /// `cluster`, the servers are a cluster's masters: a name's keys are on one of them, and its
-/// waiters on that one's shard channels.
+/// waiters on that one's shard channels. With `layout` dotnet (the URL says layout=dotnet), a
+/// name's locks are .NET's plain keys `<prefix><name>`, `<prefix><name>.writer` and
+/// `.readers`, and its upgrade gate and election dlock's tagged keys.
 class redis_fixture final : public backend_fixture {
  public:
-  redis_fixture(std::string url, const std::string& probe_url, bool cluster = false)
-      : endpoint_(std::move(url)), servers_(support::endpoint_hosts(probe_url)), cluster_(cluster) {}
+  redis_fixture(std::string url, const std::string& probe_url, bool cluster = false,
+                dlock::redis::key_layout layout = dlock::redis::key_layout::dlock)
+      : endpoint_(std::move(url)),
+        servers_(support::endpoint_hosts(probe_url)),
+        cluster_(cluster),
+        layout_(layout) {}
 
   // The provider's scheme(), whichever way it reaches the servers.
   std::string label() const override { return "redis"; }
@@ -66,7 +73,6 @@ class redis_fixture final : public backend_fixture {
   void break_election(const std::string& name) override { break_lock(name); }
 
   void break_lock(const std::string& name) override {
-    const std::string base = key_of(name);
     const std::size_t majority = cluster_ ? 1 : servers_.size() / 2 + 1;
     std::vector<bool> deleted(servers_.size(), false);
     const auto delete_where_present = [&] {
@@ -74,9 +80,8 @@ class redis_fixture final : public backend_fixture {
       for (std::size_t i = 0; i < servers_.size(); ++i) {
         if (!deleted[i]) {
           support::redis_connection redis(servers_[i]);
-          for (const std::string& key :
-               redis_probes::elements(redis, {"KEYS", redis_probes::glob_escaped(base) + "*"})) {
-            if (key != base + ":fence" && redis.command({"DEL", key}) == "1") deleted[i] = true;
+          for (const std::string& key : keys_of(redis, name)) {
+            if (redis.command({"DEL", key}) == "1") deleted[i] = true;
           }
         }
         count += deleted[i] ? 1 : 0;
@@ -92,13 +97,11 @@ class redis_fixture final : public backend_fixture {
   // On every node: the keys of the name (with sorted-set members: grants, queued writers)
   // but its fencing counter, and the channels waiters of the name subscribe to.
   std::optional<std::vector<std::string>> server_footprint(const std::string& name) override {
-    const std::string base = key_of(name);
     std::vector<std::string> footprint;
     for (const auto& server : servers_) {
       support::redis_connection redis(server);
       const std::string at = std::to_string(server.port) + " ";
-      for (const std::string& key : redis_probes::elements(redis, {"KEYS", redis_probes::glob_escaped(base) + "*"})) {
-        if (key == base + ":fence") continue;
+      for (const std::string& key : keys_of(redis, name)) {
         const std::string type = redis.command({"TYPE", key}).value_or("");
         if (type == "zset") {
           for (const std::string& member : redis_probes::elements(redis, {"ZRANGE", key, "0", "-1"})) {
@@ -108,16 +111,18 @@ class redis_fixture final : public backend_fixture {
           footprint.push_back(at + key + " " + type);
         }
       }
-      for (const std::string& channel :
-           redis_probes::elements(redis, {"PUBSUB", "CHANNELS", redis_probes::glob_escaped(base) + "*"})) {
-        const auto counted = redis_probes::elements(redis, {"PUBSUB", "NUMSUB", channel});
-        footprint.push_back(at + "channel " + channel + " subscribers " + counted.at(1));
-      }
-      if (!cluster_) continue;
-      for (const std::string& channel : redis_probes::elements(
-               redis, {"PUBSUB", "SHARDCHANNELS", redis_probes::glob_escaped(base) + "*"})) {
-        const auto counted = redis_probes::elements(redis, {"PUBSUB", "SHARDNUMSUB", channel});
-        footprint.push_back(at + "shard channel " + channel + " subscribers " + counted.at(1));
+      for (const std::string& base : bases_of(name)) {
+        for (const std::string& channel : redis_probes::elements(
+                 redis, {"PUBSUB", "CHANNELS", redis_probes::glob_escaped(base) + "*"})) {
+          const auto counted = redis_probes::elements(redis, {"PUBSUB", "NUMSUB", channel});
+          footprint.push_back(at + "channel " + channel + " subscribers " + counted.at(1));
+        }
+        if (!cluster_) continue;
+        for (const std::string& channel : redis_probes::elements(
+                 redis, {"PUBSUB", "SHARDCHANNELS", redis_probes::glob_escaped(base) + "*"})) {
+          const auto counted = redis_probes::elements(redis, {"PUBSUB", "SHARDNUMSUB", channel});
+          footprint.push_back(at + "shard channel " + channel + " subscribers " + counted.at(1));
+        }
       }
     }
     std::sort(footprint.begin(), footprint.end());
@@ -147,6 +152,7 @@ class redis_fixture final : public backend_fixture {
   std::string endpoint_;
   std::vector<support::host_port> servers_;
   bool cluster_;
+  dlock::redis::key_layout layout_;
   std::string prefix_ = support::unique_name("contract") + ":";
 
   std::string master_name() const {
@@ -154,9 +160,25 @@ class redis_fixture final : public backend_fixture {
     return path.substr(0, path.find('?'));
   }
 
-  std::string key_of(const std::string& name) const {
-    return dlock::redis::provider({.servers = {{"127.0.0.1", 6379}}, .key_prefix = prefix_})
-        .lock_key(name);
+  // Where the name's keys begin: dlock's hash tag, and in .NET's layout the name as is.
+  std::vector<std::string> bases_of(const std::string& name) const {
+    std::vector<std::string> bases{
+        dlock::redis::provider({.servers = {{"127.0.0.1", 6379}}, .key_prefix = prefix_})
+            .lock_key(name)};
+    if (layout_ == dlock::redis::key_layout::dotnet) bases.push_back(prefix_ + name);
+    return bases;
+  }
+
+  // The name's keys on one server, but its fencing counters (which outlive every grant).
+  std::vector<std::string> keys_of(support::redis_connection& redis, const std::string& name) {
+    std::vector<std::string> keys;
+    for (const std::string& base : bases_of(name)) {
+      for (std::string& key :
+           redis_probes::elements(redis, {"KEYS", redis_probes::glob_escaped(base) + "*"})) {
+        if (key != base + ":fence" && key != base + ":dlock-fence") keys.push_back(std::move(key));
+      }
+    }
+    return keys;
   }
 };
 

@@ -1,5 +1,8 @@
-// Holds, tries and waits for PostgreSQL locks with the .NET DistributedLock library, as the
-// test on the other end of stdin tells it, one command a line; answers one line each.
+// Holds, tries and waits for PostgreSQL or Redis locks with the .NET DistributedLock library,
+// as the test on the other end of stdin tells it, one command a line; answers one line each.
+//
+//   DlockInterop postgres CONNECTION_STRING
+//   DlockInterop redis HOST:PORT[,HOST:PORT...]     (more than one: RedLock over them all)
 //
 //   hold KIND NAME          acquire (30 s at most)          -> "held" | "timeout"
 //   try KIND NAME           one attempt                     -> "held" | "taken"
@@ -7,18 +10,26 @@
 //   release KIND NAME       release what it holds           -> "released"
 //   key NAME                the advisory key NAME maps to   -> PostgresAdvisoryLockKey's text
 //
-// KIND: lock (session-level), xact (transaction-scoped, on a transaction of its own), read and
-// write (PostgresDistributedReaderWriterLock). Names map as with allowHashing: true.
+// KIND on PostgreSQL: lock (session-level), xact (transaction-scoped, on a transaction of its
+// own), read and write (PostgresDistributedReaderWriterLock). Names map as with
+// allowHashing: true.
+// KIND on Redis: lock (RedisDistributedLock), read and write (RedisDistributedReaderWriterLock),
+// sem:N (RedisDistributedSemaphore of max count N, on the first server, as .NET takes one).
 using System.Diagnostics;
 using Medallion.Threading.Postgres;
+using Medallion.Threading.Redis;
 using Npgsql;
+using StackExchange.Redis;
 
-if (args.Length != 1)
+if (args.Length != 2 || (args[0] != "postgres" && args[0] != "redis"))
 {
-    Console.Error.WriteLine("usage: DlockInterop CONNECTION_STRING  (commands on stdin)");
+    Console.Error.WriteLine("usage: DlockInterop postgres CONNECTION_STRING | redis HOST:PORT[,...]  (commands on stdin)");
     return 2;
 }
-var connectionString = args[0];
+var connectionString = args[1];
+var redis = args[0] == "redis"
+    ? connectionString.Split(',').Select(e => ConnectionMultiplexer.Connect(e).GetDatabase()).ToArray()
+    : [];
 var held = new Dictionary<string, IDisposable>();
 
 string? line;
@@ -69,7 +80,25 @@ string Keep(string slot, IDisposable handle, string answer)
     return answer;
 }
 
-IDisposable? Take(string kind, string name, TimeSpan timeout)
+IDisposable? Take(string kind, string name, TimeSpan timeout) =>
+    redis.Length > 0 ? TakeRedis(kind, name, timeout) : TakePostgres(kind, name, timeout);
+
+IDisposable? TakeRedis(string kind, string name, TimeSpan timeout)
+{
+    if (kind.StartsWith("sem:"))
+    {
+        return new RedisDistributedSemaphore(name, int.Parse(kind[4..]), redis[0]).TryAcquire(timeout);
+    }
+    return kind switch
+    {
+        "lock" => new RedisDistributedLock(name, redis).TryAcquire(timeout),
+        "read" => new RedisDistributedReaderWriterLock(name, redis).TryAcquireReadLock(timeout),
+        "write" => new RedisDistributedReaderWriterLock(name, redis).TryAcquireWriteLock(timeout),
+        _ => throw new ArgumentException("unknown kind " + kind),
+    };
+}
+
+IDisposable? TakePostgres(string kind, string name, TimeSpan timeout)
 {
     var key = new PostgresAdvisoryLockKey(name, allowHashing: true);
     switch (kind)

@@ -71,6 +71,20 @@ struct sentinel_options {
   std::chrono::nanoseconds wait_timeout{};
 };
 
+/// How a provider lays out a name's keys on the servers.
+enum class key_layout {
+  /// dlock's own: every key of a name inside its hash tag (`<key_prefix>{<name>}:...`), with
+  /// owner records, the waiters' queue and fencing counters (docs/redis.md, "Keys").
+  dlock,
+  /// The .NET DistributedLock library's (DistributedLock.Redis 1.x): a lock is the string key
+  /// `<key_prefix><name>`, a reader-writer lock the set `<key_prefix><name>.readers` and the
+  /// string `<key_prefix><name>.writer`, a semaphore the sorted set `<key_prefix><name>`, each
+  /// read and written by .NET's rules, so that dlock and .NET services exclude each other.
+  /// Fencing tokens still rise (a counter of dlock's beside .NET's keys); what this layout
+  /// cannot give (owners, queues, inspect) is listed in docs/dotnet.md.
+  dotnet,
+};
+
 /// Options of a Redis provider; validated by the provider's constructor, which throws
 /// std::invalid_argument naming the field that is invalid.
 ///
@@ -120,6 +134,11 @@ struct options {
   /// in this mode throws std::invalid_argument, since neither could exclude such clients; use
   /// a second provider without it for those.
   bool plain_keys = false;
+  /// Which keys a name's locks live in (a `layout=dlock|dotnet` URL option). Set key_prefix
+  /// to what the .NET side's names start with (usually ""): the keys are the prefix and the
+  /// name as is. Not with plain_keys (the dotnet layout's locks are plain keys already). On a
+  /// Cluster, a name must carry a hash tag (`{order-42}:export`) so that its keys share a slot.
+  key_layout layout = key_layout::dlock;
   /// The connections' name in CLIENT LIST (CLIENT SETNAME), to find or end them there.
   std::string client_name = "dlock";
   /// Receives errors of background work (the watchdog) and of releases in destructors.

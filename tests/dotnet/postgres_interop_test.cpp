@@ -1,18 +1,13 @@
 // dlock and the real .NET DistributedLock library (DistributedLock.Postgres from NuGet) on one
-// PostgreSQL server: the same name is the same lock to both. The .NET side is a small program
-// of the project's own (interop/Program.cs) that holds, tries and waits as told on its stdin.
+// PostgreSQL server: the same name is the same lock to both (dotnet_side.hpp drives .NET).
 #include <catch2/catch.hpp>
 #include <pqxx/pqxx>
 
 #include <chrono>
-#include <cstdlib>
 #include <future>
-#include <iostream>
-#include <optional>
 #include <regex>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include <unistd.h>
@@ -21,11 +16,12 @@
 #include <dlock/dlock.hpp>
 #include <dlock/postgres/transaction.hpp>
 
+#include "dotnet_side.hpp"
 #include "support.hpp"
 #include "test_servers.hpp"
-#include "timing.hpp"
 
 using namespace std::chrono_literals;
+using dotnet_interop::granted_after;
 
 namespace {
 
@@ -40,45 +36,8 @@ std::string npgsql_connection_string(const std::string& url) {
          ";Password=" + m[2].str() + ";Database=" + m[5].str() + ";Pooling=false";
 }
 
-// Without the .NET program (no .NET SDK when CMake configured, or no NuGet to restore from)
-// the test skips (exit 77, which CTest reports as skipped) and says why; under CI=true that
-// fails it instead, so that CI never passes the label by skipping it.
-const char* dotnet_program() {
-  if (::access(DLOCK_DOTNET_INTEROP, X_OK) != 0) {
-    const std::string why = std::string("no .NET program at ") + DLOCK_DOTNET_INTEROP +
-                            ": the dotnet label needs a .NET SDK (dotnet on PATH when CMake "
-                            "configured) and NuGet to restore DistributedLock.Postgres from";
-    const char* ci = std::getenv("CI");
-    if (ci && std::string_view(ci) == "true") FAIL(why);
-    std::cout << why << "; skipped" << std::endl;
-    std::exit(77);
-  }
-  return DLOCK_DOTNET_INTEROP;
-}
-
-// The .NET program (tests/dotnet/interop), built with the tests.
-class dotnet_side {
- public:
-  dotnet_side()
-      : process_({dotnet_program(), npgsql_connection_string(server_url())},
-                 {"DOTNET_CLI_TELEMETRY_OPTOUT=1", "DOTNET_NOLOGO=1"}) {}
-  ~dotnet_side() { process_.close_stdin(); }
-
-  /// Sends one command and returns its answer ("held", "taken", "held 12", ...).
-  std::string ask(const std::string& command) {
-    process_.write_stdin(command + "\n");
-    const auto answer = process_.read_line(60s);
-    if (!answer) throw std::runtime_error(".NET side gave no answer to: " + command);
-    return *answer;
-  }
-  /// Sends a command whose answer comes later (a wait), read with answer().
-  void send(const std::string& command) { process_.write_stdin(command + "\n"); }
-  std::optional<std::string> answer(std::chrono::milliseconds within) {
-    return process_.read_line(within);
-  }
-
- private:
-  support::child_process process_;
+struct dotnet_side : dotnet_interop::dotnet_side {
+  dotnet_side() : dotnet_interop::dotnet_side("postgres", npgsql_connection_string(server_url())) {}
 };
 
 // Names of each of .NET's key rules: ASCII up to 9 characters, 16 hex digits, two 8-hex-digit
@@ -91,10 +50,6 @@ std::vector<std::string> names_of_every_rule() {
           support::unique_name("a-name-longer-than-nine")};
 }
 
-// How long the waiting side may take to be granted once the other releases (the timing label
-// holds 1 s; under sanitizers only the outcome counts).
-const auto handoff_bound = support::latency_bound(1s);
-
 }  // namespace
 
 TEST_CASE(".NET's lock excludes dlock's, and dlock is granted once .NET releases",
@@ -105,14 +60,9 @@ TEST_CASE(".NET's lock excludes dlock's, and dlock is granted once .NET releases
     INFO("name " << name);
     REQUIRE(dotnet.ask("hold lock " + name) == "held");
     CHECK_FALSE(pg->create_lock(name).try_acquire());
-    const auto waits_before = pg->metrics().waits;
-    auto waiting = pg->create_lock(name).async_acquire(60s, {}, boost::asio::use_future);
-    REQUIRE(support::wait_until([&] { return pg->metrics().waits > waits_before; }));
-    const auto released_at = std::chrono::steady_clock::now();
-    REQUIRE(dotnet.ask("release lock " + name) == "released");
-    REQUIRE(waiting.wait_for(60s) == std::future_status::ready);
-    CHECK(std::chrono::steady_clock::now() - released_at < handoff_bound);
-    auto held = waiting.get();
+    auto held = granted_after(
+        *pg, [&] { return pg->create_lock(name).async_acquire(60s, {}, boost::asio::use_future); },
+        [&] { REQUIRE(dotnet.ask("release lock " + name) == "released"); });
     CHECK(dotnet.ask("try lock " + name) == "taken");
   }
 }
@@ -190,12 +140,8 @@ TEST_CASE("reader-writer locks: readers share and writers exclude across dlock a
   REQUIRE(dotnet.ask("hold write " + name) == "held");
   CHECK_FALSE(rw.try_acquire_read());
   CHECK_FALSE(rw.try_acquire_write());
-  const auto waits_before = pg->metrics().waits;
-  auto waiting = rw.async_acquire_write(60s, {}, boost::asio::use_future);
-  REQUIRE(support::wait_until([&] { return pg->metrics().waits > waits_before; }));
-  const auto released_at = std::chrono::steady_clock::now();
-  REQUIRE(dotnet.ask("release write " + name) == "released");
-  REQUIRE(waiting.wait_for(60s) == std::future_status::ready);
-  CHECK(std::chrono::steady_clock::now() - released_at < handoff_bound);
-  CHECK(waiting.get());
+  auto write = granted_after(
+      *pg, [&] { return rw.async_acquire_write(60s, {}, boost::asio::use_future); },
+      [&] { REQUIRE(dotnet.ask("release write " + name) == "released"); });
+  CHECK(write.held());
 }
