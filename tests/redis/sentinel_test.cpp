@@ -112,3 +112,20 @@ TEST_CASE("with more wait_replicas than acknowledge in wait_timeout the acquire 
     return redis.command({"EXISTS", prefix.substr(0, prefix.find('&')) + "{job}"}) == "0";
   }));
 }
+
+TEST_CASE("layout=dotnet through Sentinel writes .NET's keys on the master", "[redis][sentinel]") {
+  const std::string prefix = support::unique_name("sentinel-dotnet") + ":";
+  auto locks = dlock::make_provider(require_test_server_endpoint("DLOCK_TEST_REDIS_SENTINEL") +
+                                    "?layout=dotnet&prefix=" + prefix);
+  support::redis_connection redis(master());
+  auto held = locks->create_lock("job").acquire(5s);
+  CHECK(redis.command({"TYPE", prefix + "job"}) == "string");
+  CHECK_FALSE(locks->create_lock("job").try_acquire());
+  auto rw = locks->create_reader_writer_lock("prices");
+  auto read = rw.acquire_read(5s);
+  CHECK(redis.command({"TYPE", prefix + "prices.readers"}) == "set");
+  CHECK_FALSE(rw.try_acquire_write());
+  auto slot = locks->create_semaphore("exports", 1).acquire(5s);
+  CHECK(redis.command({"TYPE", prefix + "exports"}) == "zset");
+  CHECK_FALSE(locks->create_semaphore("exports", 1).try_acquire());
+}
