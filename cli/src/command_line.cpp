@@ -15,6 +15,7 @@ const char* const usage_text =
     "       dlock elect [options] [URL] NAME [--value V] -- COMMAND [ARGS...]\n"
     "       dlock leader [URL] NAME [--watch] [--json]\n"
     "       dlock ls|inspect|break ...   (dlock ls --help)\n"
+    "       dlock check [URL] NAME TOKEN [--write]   (dlock check --help)\n"
     "       dlock --help | --version\n";
 
 const char* const help_text =
@@ -54,6 +55,16 @@ const char* const help_text =
     "dlock leader prints who leads election NAME (\"TERM VALUE\", or \"none\" and exit 1),\n"
     "as JSON with --json, and every change until interrupted with --watch.\n"
     "Details: docs/cli.md.\n";
+
+std::string take_url(std::vector<std::string>& positionals) {
+  if (!positionals.empty() && positionals[0].find("://") != std::string::npos) {
+    std::string url = std::move(positionals[0]);
+    positionals.erase(positionals.begin());
+    return url;
+  }
+  if (const char* url = std::getenv("DLOCK_URL"); url && *url) return url;
+  throw usage_error("no URL given and DLOCK_URL is not set");
+}
 
 namespace {
 

@@ -36,6 +36,10 @@ struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The URL of a subcommand's positional arguments: the first, when it looks like one
+/// ("scheme://"), taken out of `positionals`; else $DLOCK_URL. Throws usage_error when neither.
+std::string take_url(std::vector<std::string>& positionals);
+
 /// Parses argv (without argv[0]). `default_url` is $DLOCK_URL, if set.
 /// Throws usage_error naming the offending argument.
 command_line parse_command_line(const std::vector<std::string>& args,

@@ -73,14 +73,7 @@ inspect_args parse(const std::vector<std::string>& args) {
       positionals.push_back(arg);
     }
   }
-  if (!positionals.empty() && positionals[0].find("://") != std::string::npos) {
-    result.url = positionals[0];
-    positionals.erase(positionals.begin());
-  } else if (const char* url = std::getenv("DLOCK_URL"); url && *url) {
-    result.url = url;
-  } else {
-    throw usage_error("no URL given and DLOCK_URL is not set");
-  }
+  result.url = take_url(positionals);
   const std::size_t wanted = result.command == "ls" ? 0 : 1;
   if (positionals.size() < wanted) throw usage_error("missing the lock NAME");
   if (positionals.size() > 1) throw usage_error("too many arguments: '" + positionals[1] + "'");

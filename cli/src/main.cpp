@@ -29,6 +29,7 @@
 #include "command_line.hpp"
 #include "election_commands.hpp"
 #include "exit_codes.hpp"
+#include "check_command.hpp"
 #include "inspect_commands.hpp"
 #include "supervised_child.hpp"
 #include "watchdog.hpp"
@@ -415,6 +416,9 @@ int wait_and_supervise(const command_line& args, const sigset_t& original_mask, 
 int main(int argc, char** argv) {
   remember_command_line(argv);
   if (auto status = run_inspect_command(std::vector<std::string>(argv + 1, argv + argc))) {
+    return *status;
+  }
+  if (auto status = run_check_command(std::vector<std::string>(argv + 1, argv + argc))) {
     return *status;
   }
   command_line args;

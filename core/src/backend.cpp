@@ -48,6 +48,23 @@ std::vector<lock_inspection> backend::list_locks(const std::string&) {
 
 void backend::break_lock(const std::string&) { unsupported(*this, "break_lock"); }
 
+std::invalid_argument backend::no_token_records(std::string_view option,
+                                                std::string_view name) const {
+  return std::invalid_argument(message(
+      "is_current needs a record of each grant's fencing token, which this provider keeps "
+      "none of: " + std::string(option),
+      name));
+}
+
+bool backend::is_current(const acquire_request& request, std::uint64_t fencing_token) {
+  const party_kind wanted =
+      request.kind == primitive::lock ? party_kind::exclusive : party_kind::write;
+  for (const auto& holder : inspect(request.name).holders) {
+    if (holder.kind == wanted && holder.fencing_token == fencing_token) return true;
+  }
+  return false;
+}
+
 void backend::attach_events(std::shared_ptr<backend_events> events) noexcept {
   events_ = std::move(events);
 }

@@ -68,6 +68,11 @@ void start_chained_acquire(const lock_target& target, lock_mode mode,
                 });
 }
 
+bool is_current(const lock_target& target, std::uint64_t fencing_token) {
+  return target.service->backend().is_current(request_for(target, lock_mode::exclusive),
+                                              fencing_token);
+}
+
 std::optional<std::uint32_t> current_count(const lock_target& target) {
   return target.service->backend().current_count(request_for(target, lock_mode::exclusive));
 }

@@ -64,6 +64,8 @@ class mysql_backend final : public dlock::backend,
   // a break KILLs the holders' connections.
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
   lock_inspection inspect(const std::string& name) override;
+  /// inspect()'s holders; needs grant_table and fencing_sequence (std::invalid_argument).
+  bool is_current(const acquire_request& request, std::uint64_t fencing_token) override;
   std::vector<lock_inspection> list_locks(const std::string& prefix) override;
   void break_lock(const std::string& name) override;
 

@@ -100,6 +100,16 @@ std::vector<lock_party> mysql_backend::holders_from_locks(const std::string& nam
 
 // With a grant table, its live rows first (owner, token, start), then the holders that
 // recorded none (clients without the table, plain GET_LOCK) by connection.
+// A grant's token is known only from its row: without the table, or with every token 0, the
+// server cannot tell one grant from the next.
+bool mysql_backend::is_current(const acquire_request& request, std::uint64_t fencing_token) {
+  if (options_.grant_table.empty()) throw no_token_records("grant_table is empty", request.name);
+  if (options_.fencing_sequence.empty()) {
+    throw no_token_records("fencing_sequence is empty", request.name);
+  }
+  return backend::is_current(request, fencing_token);
+}
+
 lock_inspection mysql_backend::inspect(const std::string& name) {
   lock_inspection found{.name = name};
   std::set<std::string> recorded;

@@ -70,6 +70,8 @@ class postgres_backend final : public dlock::backend,
 
   // inspector.cpp: pg_locks and the owners' table, on a session of their own.
   lock_inspection inspect(const std::string& name) override;
+  /// inspect()'s holders; needs owners_table and fencing_sequence (std::invalid_argument).
+  bool is_current(const acquire_request& request, std::uint64_t fencing_token) override;
   std::vector<lock_inspection> list_locks(const std::string& prefix) override;
   void break_lock(const std::string& name) override;
 

@@ -3,6 +3,9 @@
 // table (options.owners_table) what each grant recorded with it. A row counts only while
 // pg_locks shows its session on its key; other rows are left-overs of sessions that ended
 // without releasing, cleaned here once they are a minute old.
+#include <stdexcept>
+#include <string>
+
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/core/errors.hpp>
 
@@ -66,6 +69,16 @@ query_result postgres_backend::inspector_query(const std::string& sql, const std
 
 // One statement: the recorded parties that pg_locks confirms, then the sessions on the name's
 // lock key that recorded nothing (other clients, or owners_table off), named by their pid.
+// A grant's token is known only from its row: without the table, or with every token 0, the
+// server cannot tell one grant from the next.
+bool postgres_backend::is_current(const acquire_request& request, std::uint64_t fencing_token) {
+  if (options_.owners_table.empty()) throw no_token_records("owners_table is empty", request.name);
+  if (options_.fencing_sequence.empty()) {
+    throw no_token_records("fencing_sequence is empty", request.name);
+  }
+  return backend::is_current(request, fencing_token);
+}
+
 lock_inspection postgres_backend::inspect(const std::string& name) {
   naming::validate_name(name);
   const std::string of_name = " inspecting '" + naming::quote_for_message(name) + "'";

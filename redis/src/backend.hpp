@@ -69,6 +69,9 @@ class redis_backend final : public dlock::backend,
                                                    acquire_completion done) override;
   // inspector.cpp: the grants and owners every node shows; a break deletes them all.
   lock_inspection inspect(const std::string& name) override;
+  /// inspect()'s holders, by majority with RedLock; plain keys and .NET's layout keep no token
+  /// with a grant (std::invalid_argument).
+  bool is_current(const acquire_request& request, std::uint64_t fencing_token) override;
   /// SCANs every node (a Cluster: every master) for the names' fencing counters, then
   /// inspects each.
   std::vector<lock_inspection> list_locks(const std::string& prefix) override;

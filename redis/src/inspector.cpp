@@ -4,6 +4,8 @@
 #include <charconv>
 #include <map>
 #include <set>
+#include <stdexcept>
+#include <string>
 
 #include <dlock/core/backend/blocking_call.hpp>
 
@@ -74,6 +76,13 @@ void redis_backend::refuse_in_dotnet_layout(std::string_view operation) const {
       std::string(operation) +
       " is not supported with layout=dotnet: .NET's keys record no owner, fencing token or "
       "waiter per holder (docs/dotnet.md)"));
+}
+
+// Plain keys and .NET's layout are other clients' keys: nothing records a grant's token.
+bool redis_backend::is_current(const acquire_request& request, std::uint64_t fencing_token) {
+  if (options_.plain_keys) throw no_token_records("plain_keys is on", request.name);
+  if (keys_.dotnet_layout()) throw no_token_records("layout=dotnet", request.name);
+  return backend::is_current(request, fencing_token);
 }
 
 lock_inspection redis_backend::inspect(const std::string& name) {

@@ -283,3 +283,20 @@ TEST_CASE("dlock takes the URL from DLOCK_URL when none is given", "[contract][c
   CHECK(dlock.read_line(60s) == std::optional<std::string>("ran"));
   CHECK(exit_code_when_done(dlock) == 0);
 }
+
+TEST_CASE("dlock check exits 0 while a token's grant holds the lock, 1 when it does not",
+          "[contract][cli][is_current]") {
+  const auto name = unique_name("cli-check");
+  const auto check = [&](const std::string& token) {
+    child_process dlock({"/usr/bin/setsid", support::cli_path(), "check", backend().url(), name,
+                         token});
+    dlock.close_stdin();
+    return exit_code_when_done(dlock);
+  };
+  holding_dlock holder({}, name);
+  CHECK(check(std::to_string(holder.token)) == 0);
+  CHECK(check(std::to_string(holder.token + 1000)) == 1);
+  CHECK(check("not-a-token") == 64);
+  REQUIRE(holder.finish() == 0);
+  CHECK(check(std::to_string(holder.token)) == 1);
+}

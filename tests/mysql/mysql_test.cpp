@@ -4,6 +4,7 @@
 #include <chrono>
 #include <future>
 #include <optional>
+#include <stdexcept>
 #include <set>
 #include <string>
 #include <thread>
@@ -344,6 +345,10 @@ TEST_CASE("by default no grant is recorded, and inspect shows the connections th
                                           dlock::party_kind::semaphore_slot});
   }
   CHECK_THROWS_WITH(observer->list_locks(name), Catch::Matchers::Contains("grant_table"));
+  // Nor can the server tell which grant a token was: asking is an error, never "false".
+  CHECK_THROWS_AS(observer->create_lock(name).is_current(1), std::invalid_argument);
+  CHECK_THROWS_WITH(observer->create_lock(name).is_current(1),
+                    Catch::Matchers::Contains("grant_table"));
 }
 
 TEST_CASE("locks held at once share one connection",

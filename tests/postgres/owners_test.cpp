@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <stdexcept>
 
 #include <pqxx/pqxx>
 
@@ -64,6 +65,11 @@ TEST_CASE("by default nothing is recorded, and inspect shows holders by their se
   CHECK(found.holders.front().owner.rfind("pid ", 0) == 0);
   CHECK_FALSE(found.holders.front().fencing_token);
   CHECK_THROWS_WITH(observer->list_locks(name), Catch::Matchers::Contains("owners_table"));
+  // Nor can the server tell which grant a token was: asking is an error, never "false".
+  CHECK_THROWS_AS(observer->create_lock(name).is_current(held.fencing_token()),
+                  std::invalid_argument);
+  CHECK_THROWS_WITH(observer->create_lock(name).is_current(held.fencing_token()),
+                    Catch::Matchers::Contains("owners_table"));
 }
 
 TEST_CASE("an acquire whose owner's row cannot be written fails and leaves the lock free",

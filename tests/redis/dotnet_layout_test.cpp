@@ -108,9 +108,14 @@ TEST_CASE("layout=dotnet: a lock and a semaphore of one name share a key, and sa
   CHECK_THROWS_AS(locks->create_semaphore(name, 2).try_acquire(), std::invalid_argument);
 }
 
-TEST_CASE("layout=dotnet refuses to inspect, list or break, naming the layout",
+TEST_CASE("layout=dotnet refuses to inspect, list, break or check a token, naming the layout",
           "[redis][dotnet_layout]") {
   auto locks = dotnet_layout();
+  CHECK_THROWS_AS(locks->create_lock("any").is_current(1), std::invalid_argument);
+  CHECK_THROWS_WITH(locks->create_reader_writer_lock("any").is_current_write(1),
+                    Catch::Contains("layout=dotnet"));
+  auto plain = dlock::make_provider(endpoint() + "?plain_keys=true&prefix=" + prefix());
+  CHECK_THROWS_WITH(plain->create_lock("any").is_current(1), Catch::Contains("plain_keys"));
   CHECK_THROWS_AS(locks->inspect("any"), dlock::unsupported_operation);
   CHECK_THROWS_WITH(locks->inspect("any"), Catch::Contains("layout=dotnet"));
   CHECK_THROWS_WITH(locks->list_locks(""), Catch::Contains("layout=dotnet"));

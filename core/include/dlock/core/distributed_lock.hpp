@@ -99,6 +99,19 @@ class distributed_lock {
     return distributed_lock(detail::with_owner(target_, std::move(owner)));
   }
 
+  /// Asks the lock service whether the grant with `fencing_token` still holds this lock: true
+  /// only while that grant holds it at the server (not after its release, its loss, or during
+  /// a later grant; an unknown token is not current). For a resource server that receives
+  /// writes stamped with a token and does not store tokens itself (docs/fencing.md). One round
+  /// trip where the backend allows it; RedLock answers by majority.
+  /// Throws: dlock::connection_error when the server does not answer (never "false");
+  /// std::invalid_argument naming the option where the configuration stores no token with its
+  /// grants (Redis plain_keys or layout=dotnet, PostgreSQL without owners_table or
+  /// fencing_sequence, MySQL without grant_table); std::logic_error on the provider's thread.
+  [[nodiscard]] bool is_current(std::uint64_t fencing_token) const {
+    return detail::is_current(target_, fencing_token);
+  }
+
   const std::string& name() const noexcept { return target_.name; }
 
  private:

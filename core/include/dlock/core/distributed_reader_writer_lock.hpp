@@ -146,6 +146,12 @@ class distributed_reader_writer_lock {
     return distributed_reader_writer_lock(detail::with_owner(target_, std::move(owner)));
   }
 
+  /// As distributed_lock::is_current, for the write lock: true only while the writer's grant
+  /// with `fencing_token` holds it. Readers share a name and are not offered a check.
+  [[nodiscard]] bool is_current_write(std::uint64_t fencing_token) const {
+    return detail::is_current(target_, fencing_token);
+  }
+
   const std::string& name() const noexcept { return target_.name; }
 
  private:

@@ -185,6 +185,14 @@ class backend {
   /// std::invalid_argument).
   virtual std::optional<std::uint32_t> current_count(const acquire_request& request);
 
+  /// Whether the grant with `fencing_token` holds `request.name` now, as the server sees it:
+  /// the holder of a lock (request.kind lock) or the writer of a reader-writer lock (mode
+  /// exclusive). What distributed_lock::is_current() returns. The default asks inspect() for
+  /// a holder of that kind with that token; a backend whose configuration stores no token
+  /// with its grants overrides it to throw std::invalid_argument naming the option. Throws
+  /// connection_error when the server cannot be asked (never "false").
+  virtual bool is_current(const acquire_request& request, std::uint64_t fencing_token);
+
   /// For provider::check_held_by_caller(): from now on the backend leaves the periodic loss
   /// check of its held locks to check_held_locks(), which the caller calls at least once per
   /// returned period. std::nullopt (the default): the backend's loss detection needs its own
@@ -241,6 +249,9 @@ class backend {
   std::invalid_argument max_count_mismatch(const acquire_request& request,
                                            std::uint64_t recorded,
                                            std::string_view where = {}) const;
+  /// The error of is_current() where this backend's configuration keeps no token with its
+  /// grants: `option` names what keeps them from it ("owners_table is empty").
+  std::invalid_argument no_token_records(std::string_view option, std::string_view name) const;
   /// Throws std::invalid_argument when `request` is a semaphore of more than `most` slots
   /// (for a backend whose statements name every slot).
   void check_slot_count(const acquire_request& request, std::uint32_t most) const;

@@ -62,6 +62,10 @@ lock_target with_max_hold(lock_target target, std::chrono::nanoseconds max_hold)
 /// that validate_owner() rejects.
 lock_target with_owner(lock_target target, std::string owner);
 
+/// Whether the exclusive grant with `fencing_token` (a lock's, or a reader-writer lock's
+/// writer's) holds `target`'s name now (backend::is_current).
+bool is_current(const lock_target& target, std::uint64_t fencing_token);
+
 /// The semaphore's current count (free slots), if its backend can tell.
 std::optional<std::uint32_t> current_count(const lock_target& target);
 
