@@ -4,11 +4,14 @@
 #
 #   bench/peers.sh [--build DIR] [--short]
 #
-# Needs a build with the Redis and ZooKeeper backends and the targets dlock-peer-bench (which
-# builds the Curator program too when a JDK is there),
-# dlock-cli-bench and dlock, and Debian's python3-kazoo and python3-redis (the peers run on
-# /usr/bin/python3, where Debian puts them). Starts its own Redis and ZooKeeper test servers
-# (scripts/test-servers.sh, a state directory of its own) and stops them when it ends.
+# Needs a build with the Redis, PostgreSQL and ZooKeeper backends and the targets
+# dlock-peer-bench (which builds the Curator program too when a JDK is there), dlock-cli-bench
+# and dlock, and Debian's python3-kazoo and python3-redis (the peers run on /usr/bin/python3,
+# where Debian puts them). With a .NET SDK (`dotnet` on PATH) it builds bench/peers/dotnet into
+# BUILD/bench/dotnet-peer and adds .NET DistributedLock's rows; without one, or when the build
+# fails outside CI (no NuGet, say), it says why it leaves them out. Starts its own Redis,
+# PostgreSQL and ZooKeeper test servers (scripts/test-servers.sh, a state directory of its own)
+# and stops them when it ends.
 #
 # Every peer runs the workload of bench/peer_bench.cpp: the median uncontended acquire +
 # release; the median handoff between two processes taking strict turns (release started to
@@ -16,7 +19,9 @@
 # per second, and the fewest and most grants of one process; dlock's also as P threads of one
 # process with a provider each, as Curator's P clients are threads of one JVM). For files: `dlock -n file://DIR
 # job -- /bin/true` against `flock DIR/job.lock /bin/true`, per process (dlock-cli-bench), and
-# P shell loops running each for S seconds.
+# P shell loops running each for S seconds. --short (CI's, to keep the script working) runs the
+# .NET rows' runs once rather than three times: each .NET run starts up to ten .NET processes,
+# whose start and JIT cost seconds of CPU.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -47,6 +52,17 @@ done
 DLOCK_JAVA='' DLOCK_CURATOR_BENCH_CLASSPATH=''
 # shellcheck source=/dev/null
 [[ ! -f $build/bench/peers.env ]] || source "$build/bench/peers.env"
+# The .NET peer, or why there is none.
+dotnet_peer='' dotnet_missing=''
+if ! command -v dotnet >/dev/null; then
+  dotnet_missing="no .NET SDK (dotnet) on PATH"
+else
+  echo "peers: building the .NET peer ..." >&2
+  # Under CI=true a failed build fails (set -e); otherwise build.sh warns and leaves no program.
+  "$root/bench/peers/dotnet/build.sh" "$build/bench/dotnet-peer" >&2
+  dotnet_peer=$build/bench/dotnet-peer/bin/DlockPeerBench
+  [[ -x $dotnet_peer ]] || { dotnet_peer='' dotnet_missing="bench/peers/dotnet did not build"; }
+fi
 
 state=$(mktemp -d "${TMPDIR:-/tmp}/dlock-peers.XXXXXX")
 servers=("$root/scripts/test-servers.sh" --state-dir "$state")
@@ -55,11 +71,20 @@ cleanup() {
   rm -rf "$state"
 }
 trap cleanup EXIT
-"${servers[@]}" start --owner peers redis zookeeper >/dev/null
+# PostgreSQL's rows are the .NET peer's alone.
+"${servers[@]}" start --owner peers redis zookeeper ${dotnet_peer:+postgres} >/dev/null
 # shellcheck source=/dev/null
 source "$state/endpoints.env"
 zookeeper=${DLOCK_TEST_ZOOKEEPER#zookeeper://}
 redis=${DLOCK_TEST_REDIS#redis://}
+# Npgsql's form of the test server's URL, pooling on (its default, as a .NET user has it).
+npgsql=''
+if [[ -n $dotnet_peer ]]; then
+  [[ $DLOCK_TEST_POSTGRES =~ ^postgres(ql)?://([^:@/]+):([^@/]*)@([^:/]+):([0-9]+)/([^?]+) ]] ||
+    { echo "peers: unexpected DLOCK_TEST_POSTGRES $DLOCK_TEST_POSTGRES" >&2; exit 1; }
+  npgsql="Host=${BASH_REMATCH[4]};Port=${BASH_REMATCH[5]};Username=${BASH_REMATCH[2]}"
+  npgsql+=";Password=${BASH_REMATCH[3]};Database=${BASH_REMATCH[6]}"
+fi
 run_id=peers-$$
 
 # results["<system>/<key>"]: the "key value" lines of one system's run; uncontended_us
@@ -94,6 +119,19 @@ curator() {
 }
 dlock_redis() { "$build/bench/dlock-peer-bench" "$DLOCK_TEST_REDIS?prefix=dlock-$run_id:" "$@"; }
 redis_py() { "$python" "$root/bench/peers/py_lock_bench.py" redis "$redis" "redis-py-$run_id:" "$@"; }
+dotnet_redis() { "$dotnet_peer" redis "$redis" "dotnet-$run_id:" "$@"; }
+# PostgreSQL's advisory keys have no prefix: dlock-peer-bench's names are its own ("handoff",
+# ...), .NET's all start "dotnet-peers-", and the server is this run's alone.
+dlock_postgres() { "$build/bench/dlock-peer-bench" "$DLOCK_TEST_POSTGRES" "$@"; }
+dotnet_postgres() { "$dotnet_peer" postgres "$npgsql" "dotnet-$run_id:" "$@"; }
+# The runs of the .NET rows alone (DistributedLock's, and dlock-postgres's, whose only peer it
+# is): none without the .NET peer, and with --short none in the repeats.
+dotnet_collect() {
+  [[ -n $dotnet_peer ]] || return 0
+  [[ $1 == first ]] || ! $short || return 0
+  shift
+  collect "$@"
+}
 
 shared=(--iterations "$iterations" --handoffs "$handoffs" --contenders "$contenders" --seconds "$seconds")
 # The settle times of the backends' own benchmarks: long enough for a waiter to queue.
@@ -106,6 +144,12 @@ collect dlock-redis dlock_redis "${shared[@]}" --settle-us 2000
 # redis-py's waiter polls every 100 ms: fewer handoffs, or they alone take minutes.
 collect redis-py redis_py --iterations "$iterations" --handoffs "$polling_handoffs" \
   --contenders "$contenders" --seconds "$seconds" --settle-us 2000
+# .NET's Redis waiter polls too, every 10 to 800 ms (at random).
+dotnet_collect first dotnet-redis dotnet_redis --iterations "$iterations" --handoffs "$polling_handoffs" \
+  --contenders "$contenders" --seconds "$seconds" --settle-us 2000
+# dlock-bench's settle for PostgreSQL.
+dotnet_collect first dlock-postgres dlock_postgres "${shared[@]}" --settle-us 5000
+dotnet_collect first dotnet-postgres dotnet_postgres "${shared[@]}" --settle-us 5000
 # The uncontended and contended figures twice more, dlock and its peers in turn, so that a
 # burst of load on a shared machine (a slow spell of a VM lasts seconds) does not decide a
 # ratio: the table gives the median of the three.
@@ -118,6 +162,9 @@ for _ in 1 2; do
   fi
   collect dlock-redis dlock_redis --iterations "$iterations" --uncontended-only
   collect redis-py redis_py --iterations "$iterations" --uncontended-only
+  dotnet_collect repeat dotnet-redis dotnet_redis --iterations "$iterations" --uncontended-only
+  dotnet_collect repeat dlock-postgres dlock_postgres --iterations "$iterations" --uncontended-only
+  dotnet_collect repeat dotnet-postgres dotnet_postgres --iterations "$iterations" --uncontended-only
   collect dlock-zookeeper dlock_zookeeper "${contention[@]}" --contended-only
   collect kazoo kazoo "${contention[@]}" --contended-only
   if [[ -n $DLOCK_CURATOR_BENCH_CLASSPATH ]]; then
@@ -125,10 +172,13 @@ for _ in 1 2; do
   fi
   collect dlock-redis dlock_redis "${contention[@]}" --contended-only
   collect redis-py redis_py "${contention[@]}" --contended-only
+  dotnet_collect repeat dotnet-redis dotnet_redis "${contention[@]}" --contended-only
+  dotnet_collect repeat dlock-postgres dlock_postgres "${contention[@]}" --contended-only
+  dotnet_collect repeat dotnet-postgres dotnet_postgres "${contention[@]}" --contended-only
 done
 # The middle one of lines sorted by their first number.
 median_line() { sed '/^$/d' | sort -g -k1,1 | awk '{ v[NR] = $0 } END { print v[int((NR + 1) / 2)] }'; }
-for system in dlock-zookeeper kazoo curator dlock-redis redis-py; do
+for system in dlock-zookeeper kazoo curator dlock-redis redis-py dotnet-redis dlock-postgres dotnet-postgres; do
   runs=${results[$system/uncontended_runs]:-}
   [[ -z $runs ]] || results[$system/uncontended_us]=$(tr ' ' '\n' <<<"$runs" | median_line)
   for group in contended contended_threads; do
@@ -207,12 +257,15 @@ row() {
 
 echo
 echo "bench/peers.sh$($short && echo ' --short'): $iterations uncontended, $handoffs handoffs" \
-  "($polling_handoffs for redis-py), $contenders contenders for $seconds s, $cli_runs CLI runs;" \
-  "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  "($polling_handoffs for redis-py and DistributedLock.Redis), $contenders contenders for $seconds s," \
+  "$cli_runs CLI runs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "versions: dlock $("$build/cli/dlock" --version | awk '{print $NF}')," \
   "ZooKeeper $(package_version zookeeper), Redis $(package_version redis-server)," \
   "Curator $(package_version libcurator-framework-java), kazoo ${results[kazoo/version]:-?}," \
-  "redis-py ${results[redis-py/version]:-?}, flock(1) util-linux $(package_version util-linux)"
+  "redis-py ${results[redis-py/version]:-?}, PostgreSQL $(package_version postgresql-15)," \
+  "DistributedLock.Redis ${results[dotnet-redis/version]:-?} and .Postgres ${results[dotnet-postgres/version]:-?}" \
+  "(.NET ${results[dotnet-postgres/runtime]:-?}), flock(1) util-linux $(package_version util-linux)"
+[[ -z $dotnet_missing ]] || echo "DistributedLock's rows left out: $dotnet_missing"
 echo
 echo "| server | workload | dlock | peer | peer's figure | dlock ahead by (>1: dlock better) |"
 echo "| --- | --- | --- | --- | --- | --- |"
@@ -232,6 +285,12 @@ done
 row Redis "$uncontended" dlock-redis redis-py "redis-py Lock" uncontended_us false
 row Redis "$handoff" dlock-redis redis-py "redis-py Lock" handoff_us false
 row Redis "$contended" dlock-redis redis-py "redis-py Lock" contended_per_s true
+row Redis "$uncontended" dlock-redis dotnet-redis DistributedLock.Redis uncontended_us false
+row Redis "$handoff" dlock-redis dotnet-redis DistributedLock.Redis handoff_us false
+row Redis "$contended" dlock-redis dotnet-redis DistributedLock.Redis contended_per_s true
+row PostgreSQL "$uncontended" dlock-postgres dotnet-postgres DistributedLock.Postgres uncontended_us false
+row PostgreSQL "$handoff" dlock-postgres dotnet-postgres DistributedLock.Postgres handoff_us false
+row PostgreSQL "$contended" dlock-postgres dotnet-postgres DistributedLock.Postgres contended_per_s true
 row files "per process: \`dlock -n file://DIR job -- true\`, wall median" dlock-cli flock 'flock(1)' \
   uncontended_us false
 row files "$contenders shell loops contending: grants/s (fewest to most of one loop), one process per grant" \
