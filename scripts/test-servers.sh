@@ -324,15 +324,14 @@ ids_with_name_matching() {
   done
 }
 
-# A group without a kill_connections hook leaves `killed` unset, as the script always did.
 command_kill_connections() {
   local id=$1 glob=${2:-*} port group killed
   require_running "$id" >/dev/null
   port=$(server_port "$id")
   group=$(group_of "$id")
-  if group_has_hook "$group" kill_connections; then
-    group_hook "$group" kill_connections "$id" "$glob" "$port"
-  fi
+  group_has_hook "$group" kill_connections ||
+    die "kill-connections is not available for $id (group $group); use pause, restart or kill"
+  group_hook "$group" kill_connections "$id" "$glob" "$port"
   say "ended $killed connection(s) to $id matching '$glob'"
 }
 

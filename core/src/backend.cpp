@@ -28,6 +28,8 @@ void report_background_error(const error_handler& handler, std::exception_ptr er
 
 backend::~backend() = default;
 
+void backend::check_name(primitive, std::string_view) const {}
+
 std::optional<std::uint32_t> backend::current_count(const acquire_request&) {
   return std::nullopt;
 }

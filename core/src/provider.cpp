@@ -14,12 +14,14 @@ provider::provider(std::shared_ptr<backend> backend, error_handler on_error)
 
 distributed_lock provider::create_lock(std::string_view name) {
   naming::validate_name(name);
+  service_->backend().check_name(primitive::lock, name);
   return distributed_lock(
       detail::lock_target{service_, primitive::lock, std::string(name), 1, service_->default_max_hold()});
 }
 
 distributed_reader_writer_lock provider::create_reader_writer_lock(std::string_view name) {
   naming::validate_name(name);
+  service_->backend().check_name(primitive::reader_writer_lock, name);
   return distributed_reader_writer_lock(
       detail::lock_target{service_, primitive::reader_writer_lock, std::string(name), 1,
                           service_->default_max_hold()});
@@ -27,6 +29,7 @@ distributed_reader_writer_lock provider::create_reader_writer_lock(std::string_v
 
 distributed_semaphore provider::create_semaphore(std::string_view name, std::uint32_t max_count) {
   naming::validate_name(name);
+  service_->backend().check_name(primitive::semaphore, name);
   if (max_count == 0) {
     throw std::invalid_argument("dlock: max_count of semaphore '" +
                                 naming::quote_for_message(name) + "' must be at least 1");

@@ -108,6 +108,12 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
   }
 }
 
+void redis_backend::check_name(primitive kind, std::string_view name) const {
+  if (!keys_.dotnet_layout() || !options_.cluster) return;
+  // The keys' slots, as an acquire would check them; a reader-writer lock's modes share keys.
+  (void)keys_for(acquire_request{.kind = kind, .name = std::string(name)});
+}
+
 std::invalid_argument redis_backend::key_clash(const acquire_request& request,
                                                const key_set& keys,
                                                const std::string& reply) const {

@@ -62,6 +62,8 @@ class redis_backend final : public dlock::backend,
   /// with Sentinel: the network thread's connections are the ones that follow a failover; not
   /// in a cluster: commands are routed by slot on the network thread).
   bool acquires_inline() const noexcept override { return on_callers_thread(); }
+  /// On a Cluster in .NET's layout, a name whose keys would span hash slots.
+  void check_name(primitive kind, std::string_view name) const override;
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   /// Any deployment (RedLock's by majority), in either key mode (keys.hpp).
   std::shared_ptr<election_board> elections() override;

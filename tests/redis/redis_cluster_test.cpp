@@ -110,13 +110,16 @@ TEST_CASE("a slot migrated while its lock is held: ASK while it moves, MOVED aft
   CHECK(again->fencing_token() == 2);
 }
 
-TEST_CASE("layout=dotnet on a cluster: a name with a hash tag works, one without is refused",
+TEST_CASE("layout=dotnet on a cluster: a name with a hash tag works, one without is refused "
+          "when its lock is made",
           "[redis][cluster][dotnet_layout]") {
   auto locks = dlock::make_provider(url("layout=dotnet"));
   const auto bare = support::unique_name("dotnet-untagged");
-  CHECK_THROWS_AS(locks->create_lock(bare).try_acquire(), std::invalid_argument);
-  CHECK_THROWS_WITH(locks->create_reader_writer_lock(bare).try_acquire_read(),
+  // Refused when the lock object is made, before anything is sent.
+  CHECK_THROWS_AS((void)locks->create_lock(bare), std::invalid_argument);
+  CHECK_THROWS_WITH((void)locks->create_reader_writer_lock(bare),
                     Catch::Contains("hash tag") && Catch::Contains(bare));
+  CHECK_THROWS_AS((void)locks->create_semaphore(bare, 2), std::invalid_argument);
   const auto tagged = "{" + support::unique_name("dotnet-tagged") + "}";
   auto lock = locks->create_lock(tagged).try_acquire();
   REQUIRE(lock);

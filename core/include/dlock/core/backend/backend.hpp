@@ -179,6 +179,12 @@ class backend {
                                                         std::stop_token withdraw,
                                                         std::stop_token give_up);
 
+  /// Throws std::invalid_argument when this backend's configuration cannot hold `name` as a
+  /// `kind` at all (a Redis Cluster name whose keys would span hash slots), so that the lock
+  /// object is refused when it is made rather than at every acquire. The default accepts
+  /// every name core accepted.
+  virtual void check_name(primitive kind, std::string_view name) const;
+
   /// The semaphore's current count: max_count minus the slots held, never negative (what
   /// distributed_semaphore::current_count() returns). std::nullopt when this backend cannot
   /// tell (the default). Throws what an acquire of `request` would (connection_error,
