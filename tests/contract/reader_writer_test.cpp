@@ -131,7 +131,10 @@ TEST_CASE("a writer that stops waiting no longer holds back new readers",
 
 TEST_CASE("a writer whose wait timed out no longer holds back new readers",
           "[contract][rw][fairness]") {
-  writer_behind_reader scene(300ms);
+  // Long enough for the writer's first attempt to come back and count as a wait on a loaded
+  // machine (its first connection under ASan took over 300 ms in a CI run), short enough to
+  // time out well before the later reader's 10 s.
+  writer_behind_reader scene(2s);
   auto later_reader = scene.later_reader();
   REQUIRE(scene.writer.wait_for(10s) == std::future_status::ready);
   CHECK_THROWS_AS(scene.writer.get(), dlock::timeout_error);
