@@ -3,7 +3,7 @@
 // One thread of ours: signals arrive on a signalfd (blocked in every thread, so the
 // provider's threads never take them), the acquire completes asynchronously into an
 // eventfd, and a lost lock rings another; main() polls the three. Where the backend lets it
-// (provider::check_held_by_caller), main() also checks the held lock for loss itself, between
+// (dlock::check_held_by_caller), main() also checks the held lock for loss itself, between
 // polls, so that holding a file lock starts no thread.
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -24,6 +24,7 @@
 #include <stop_token>
 
 #include <dlock/core.hpp>
+#include <dlock/core/backend/held_check.hpp>
 
 #include "backend_plugins.hpp"
 #include "command_line.hpp"
@@ -162,7 +163,7 @@ std::vector<std::string> token_environment(const command_line& args, std::uint64
 }
 
 /// The loss check this thread makes while the command runs: every `period`, when the
-/// provider leaves it to the caller (provider::check_held_by_caller), else never.
+/// provider leaves it to the caller (dlock::check_held_by_caller), else never.
 struct held_check {
   std::shared_ptr<dlock::provider> provider;
   std::optional<std::chrono::nanoseconds> period;
@@ -226,7 +227,7 @@ int run(const command_line& args, const sigset_t& original_mask, int signal_fd) 
   const std::string where = std::string(provider->scheme()) + " " + provider->endpoint();
   // This thread waits for the command anyway: it checks the lock for loss too, where the
   // backend can leave that to it, so that holding the lock starts no thread.
-  const held_check check{provider, provider->check_held_by_caller()};
+  const held_check check{provider, dlock::check_held_by_caller(*provider)};
 
   auto acquired_event = std::make_shared<owned_fd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (acquired_event->get() < 0) {
@@ -346,7 +347,7 @@ int wait_and_supervise(const command_line& args, const sigset_t& original_mask, 
   // True when this thread's check, due now, found the lock lost.
   auto checked_lost = [&] {
     if (!next_check || clock_type::now() < *next_check) return false;
-    check.provider->check_held_locks();
+    dlock::check_held_locks(*check.provider);
     next_check = clock_type::now() + *check.period;
     return handle->lost();
   };

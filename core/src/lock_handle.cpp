@@ -115,7 +115,7 @@ void lock_handle::on_lost(std::function<void()> callback) {
   if (!state_->callbacks_open) state_->callbacks_open = std::make_shared<detail::callbacks_gate>();
   // The executor is asked for only when the loss is found: asking starts the provider's
   // thread, which a holder whose losses are checked on its own thread (the dlock command,
-  // provider::check_held_by_caller) would otherwise start for nothing.
+  // check_held_by_caller, held_check.hpp) would otherwise start for nothing.
   std::function<void()> post_callback = [service = state_->service, callback = std::move(callback),
                                          gate = state_->callbacks_open] {
     boost::asio::post(service->backend().executor(), [callback, gate] {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <dlock/core/backend/held_check.hpp>
 #include <dlock/core/backend/naming.hpp>
 
 #include "lock_service.hpp"
@@ -88,10 +89,10 @@ void provider::break_lock(std::string_view name) {
   service_->backend().break_lock(std::string(name));
 }
 
-std::optional<std::chrono::nanoseconds> provider::check_held_by_caller() {
-  return service_->backend().check_held_by_caller();
+std::optional<std::chrono::nanoseconds> check_held_by_caller(provider& p) {
+  return p.service_->backend().check_held_by_caller();
 }
-void provider::check_held_locks() { service_->backend().check_held_locks(); }
+void check_held_locks(provider& p) { p.service_->backend().check_held_locks(); }
 
 std::string_view provider::scheme() const noexcept { return service_->backend().scheme(); }
 std::string provider::endpoint() const { return service_->backend().endpoint(); }

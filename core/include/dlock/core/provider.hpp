@@ -133,22 +133,6 @@ class provider : public lock_provider,
   /// (docs/observability.md, "Breaking a lock"). Throws as inspect().
   void break_lock(std::string_view name);
 
-  /// For a caller that wakes up on its own while it holds locks (the dlock command waits for
-  /// its command anyway): the provider stops checking its held locks for loss on a thread of
-  /// its own and leaves the periodic check to check_held_locks(), which the caller promises to
-  /// call at least once per returned period, so that holding a lock starts no thread. Returns
-  /// std::nullopt, and changes nothing, for a backend whose loss detection needs its own
-  /// thread (every networked one: sessions, lease extensions, watches at a server); the file
-  /// backend returns its monitor_period. Call it before the first grant: a lock granted earlier
-  /// may go on being checked on the provider's thread as well. A loss found otherwise (the
-  /// file backend's directory watch, a maximum hold time) is still found as before.
-  /// Thread-safe.
-  std::optional<std::chrono::nanoseconds> check_held_by_caller();
-  /// The check itself, on the calling thread: every held lock found lost is marked lost
-  /// (lock_handle::lost(), on_lost callbacks) before it returns. Only after
-  /// check_held_by_caller() returned a period (else it does nothing). Thread-safe.
-  void check_held_locks();
-
   /// The backend's name ("file", "redis", ...) and where it is (never a password).
   std::string_view scheme() const noexcept;
   std::string endpoint() const;
@@ -162,6 +146,8 @@ class provider : public lock_provider,
 
  private:
   friend std::shared_ptr<election_board> election_board_of(const provider& p);
+  friend std::optional<std::chrono::nanoseconds> check_held_by_caller(provider& p);
+  friend void check_held_locks(provider& p);
   std::shared_ptr<detail::lock_service> service_;
 };
 

@@ -199,7 +199,7 @@ class backend {
   /// connection_error when the server cannot be asked (never "false").
   virtual bool is_current(const acquire_request& request, std::uint64_t fencing_token);
 
-  /// For provider::check_held_by_caller(): from now on the backend leaves the periodic loss
+  /// For check_held_by_caller(provider&) (held_check.hpp): from now on the backend leaves the periodic loss
   /// check of its held locks to check_held_locks(), which the caller calls at least once per
   /// returned period. std::nullopt (the default): the backend's loss detection needs its own
   /// thread (sessions, extensions, watches at a server) and nothing changes.
