@@ -4,7 +4,9 @@
 //                     [--held N] [--compare URL]...
 //
 // floor: one SET NX PX and one EVALSHA compare-and-delete on a raw synchronous hiredis
-//   connection, N times; then dlock's uncontended acquire + release, N times.
+//   connection; the fenced floor, one script that sets the key and increments its fencing
+//   counter, and the delete; dlock's uncontended acquire + release; N samples of each,
+//   interleaved.
 // compare: dlock's uncontended acquire + release over another URL of the same server (rediss://
 //   with its TLS options, redis+unix://) and over plain TCP, interleaved in blocks of 100, N
 //   times each, and the ratio of their medians.
@@ -34,20 +36,40 @@ namespace {
 
 using namespace dlock_bench;
 
-std::vector<double> raw_floor(redisContext* c, int iterations) {
-  const std::string release =
-      "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end "
-      "return 0";
-  const std::string sha = run(c, {"SCRIPT", "LOAD", release})->str;
-  std::vector<double> samples;
-  for (int i = 0; i < iterations; ++i) {
+// One raw grant and release on a synchronous hiredis connection: the least a correct Redis
+// lock needs, `SET key token NX PX` and a compare-and-delete script; `fenced`, the least a
+// grant with a fencing token needs, one script that sets the key and increments its counter.
+class raw_cycle {
+ public:
+  explicit raw_cycle(redisContext* c)
+      : c_(c),
+        release_(run(c, {"SCRIPT", "LOAD",
+                         "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                         "return redis.call('DEL', KEYS[1]) end return 0"})
+                     ->str),
+        fenced_grant_(run(c, {"SCRIPT", "LOAD",
+                              "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
+                              "return redis.call('INCR', KEYS[2]) end return false"})
+                          ->str) {}
+
+  /// Microseconds of one grant and its release.
+  double grant_and_release_us(bool fenced) {
     const auto start = clock_type::now();
-    run(c, {"SET", "dlock-bench:floor", "0123456789abcdef0123456789abcdef", "NX", "PX", "30000"});
-    run(c, {"EVALSHA", sha, "1", "dlock-bench:floor", "0123456789abcdef0123456789abcdef"});
-    samples.push_back(micros(clock_type::now() - start).count());
+    if (fenced) {
+      run(c_, {"EVALSHA", fenced_grant_, "2", key_, key_ + ":fence", token_, "30000"});
+    } else {
+      run(c_, {"SET", key_, token_, "NX", "PX", "30000"});
+    }
+    run(c_, {"EVALSHA", release_, "1", key_, token_});
+    return micros(clock_type::now() - start).count();
   }
-  return samples;
-}
+
+ private:
+  redisContext* c_;
+  std::string release_, fenced_grant_;
+  std::string key_ = "dlock-bench:floor";
+  std::string token_ = "0123456789abcdef0123456789abcdef";
+};
 
 std::vector<double> pubsub_round_trip(const redis_endpoint& server, int iterations) {
   auto subscriber = connect(server);
@@ -197,13 +219,27 @@ int main(int argc, char** argv) try {
   {
     auto provider = dlock::make_provider(url);
     auto lock = provider->create_lock("uncontended");
-    uncontended(lock, iterations / 10);  // warm-up
-    raw_floor(raw.get(), iterations / 10);
-    const auto floor = summarize(raw_floor(raw.get(), iterations));
-    const auto ours = summarize(uncontended(lock, iterations));
+    // The samples are interleaved, floors and dlock, so that all see the same load.
+    raw_cycle floors(raw.get());
+    std::vector<double> floor_samples, fenced_samples, ours_samples;
+    for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
+      const double samples[] = {floors.grant_and_release_us(false),
+                                floors.grant_and_release_us(true),
+                                uncontended(lock, 1).front()};
+      if (i < 0) continue;
+      floor_samples.push_back(samples[0]);
+      fenced_samples.push_back(samples[1]);
+      ours_samples.push_back(samples[2]);
+    }
+    const auto floor = summarize(floor_samples);
+    const auto fenced = summarize(fenced_samples);
+    const auto ours = summarize(ours_samples);
     print_row("raw SET NX PX + EVALSHA delete (the floor)", floor, iterations);
+    print_row("raw floor with the fencing INCR in the grant", fenced, iterations);
     print_row("dlock acquire+release, uncontended", ours, iterations);
     std::printf("%-44s median %9.2fx\n", "ratio to the floor", ours.median_us / floor.median_us);
+    std::printf("%-44s median %9.2fx\n", "ratio to the fenced floor",
+                ours.median_us / fenced.median_us);
     if (servers.size() > 1) {
       // RedLock's own floor: its three round trips, to every server at once.
       const auto parallel = summarize(raw_parallel_floor(servers, iterations));
