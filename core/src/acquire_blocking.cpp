@@ -23,14 +23,14 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::nanoseconds ti
   return std::chrono::steady_clock::time_point::max();
 }
 
-/// The fast path of a blocking acquire: the attempt on the caller's thread, when the backend
-/// offers it and no local contender is ahead (a waiting acquire takes the gate for its
-/// attempt, so it never overtakes the queue), and the wait too where the backend offers that
-/// (backend::waits_inline) and the caller blocks anyway (`blocking`): `stop` then ends it, and
-/// `ended` says how it ended without a grant. Returns true when that settled the acquire, with
-/// the handle (or nullopt) in `result`; false to go the queued way.
-bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nanoseconds timeout,
-                    bool blocking, const std::stop_token& stop,
+/// The fast path of a blocking acquire: the attempt on the caller's thread through the
+/// backend's inline_acquirer, when no local contender is ahead (a waiting acquire takes the
+/// gate for its attempt, so it never overtakes the queue), and the wait too where the backend
+/// offers that (inline_acquirer::waits_inline) and the caller blocks anyway (`blocking`):
+/// `stop` then ends it, and `ended` says how it ended without a grant. Returns true when that
+/// settled the acquire, with the handle (or nullopt) in `result`; false to go the queued way.
+bool settled_inline(const lock_target& target, inline_acquirer& inline_path, lock_mode mode,
+                    std::chrono::nanoseconds timeout, bool blocking, const std::stop_token& stop,
                     std::optional<lock_handle>& result, ending& ended) {
   lock_service& service = *target.service;
   const bool waits = timeout > std::chrono::nanoseconds::zero();
@@ -46,15 +46,15 @@ bool settled_inline(const lock_target& target, lock_mode mode, std::chrono::nano
       stats.sink() ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   std::unique_ptr<lease> granted;
   acquire_request request = request_for(target, mode);
-  const bool wait_here = blocking && waits && service.backend().waits_inline(request);
+  const bool wait_here = blocking && waits && inline_path.waits_inline(request);
   try {
     if (wait_here) {
       request.wait = true;
       request.deadline = deadline_after(timeout);
       const grace_after_stop grace(stop, service.backend().executor());
-      granted = service.backend().acquire_waiting_inline(request, stop, grace.give_up());
+      granted = inline_path.acquire_waiting_inline(request, stop, grace.give_up());
     } else {
-      granted = service.backend().try_acquire_inline(request);
+      granted = inline_path.try_acquire_inline(request);
     }
   } catch (...) {
     leave_gate();
@@ -98,15 +98,15 @@ std::optional<settled_acquire> settle_async_acquire_inline(const lock_target& ta
                                                            const std::stop_token& stop,
                                                            bool fail_with_error) {
   check_timeout(target, timeout);
-  const dlock::backend& owner = target.service->backend();
-  if (gated(target, mode) || !owner.acquires_inline() || !owner.acquires_inline_locally() ||
+  inline_acquirer* inline_path = target.service->backend().as_inline_acquirer();
+  if (gated(target, mode) || !inline_path || !inline_path->acquires_inline_locally() ||
       stop.stop_requested()) {
     return std::nullopt;
   }
   settled_acquire settled;
   ending ended = ending::none;
   try {
-    if (!settled_inline(target, mode, timeout, false, {}, settled.handle, ended)) {
+    if (!settled_inline(target, *inline_path, mode, timeout, false, {}, settled.handle, ended)) {
       return std::nullopt;
     }
   } catch (...) {
@@ -127,10 +127,11 @@ std::optional<lock_handle> acquire_blocking(const lock_target& target, lock_mode
   if (gated(target, mode)) {
     return gated_acquire_blocking(target, mode, timeout, std::move(stop), fail_with_error);
   }
-  if (target.service->backend().acquires_inline() && !stop.stop_requested()) {
+  inline_acquirer* inline_path = target.service->backend().as_inline_acquirer();
+  if (inline_path && !stop.stop_requested()) {
     std::optional<lock_handle> result;
     ending ended = ending::none;
-    if (settled_inline(target, mode, timeout, true, stop, result, ended)) {
+    if (settled_inline(target, *inline_path, mode, timeout, true, stop, result, ended)) {
       if (!result && fail_with_error) {
         std::rethrow_exception(not_obtained_error(target, ended, timeout));
       }

@@ -90,13 +90,12 @@ backend_events& backend::events() const noexcept {
   return events_ ? *events_ : static_cast<backend_events&>(fallback);
 }
 
-std::unique_ptr<lease> backend::try_acquire_inline(const acquire_request&) {
-  throw std::logic_error(message("this backend has no inline acquire"));
-}
+bool inline_acquirer::waits_inline(const acquire_request&) const noexcept { return false; }
 
-std::unique_ptr<lease> backend::acquire_waiting_inline(const acquire_request&, std::stop_token,
-                                                      std::stop_token) {
-  throw std::logic_error(message("this backend has no inline wait"));
+std::unique_ptr<lease> inline_acquirer::acquire_waiting_inline(const acquire_request& request,
+                                                              std::stop_token, std::stop_token) {
+  throw std::logic_error("dlock: acquire_waiting_inline of '" + request.name +
+                         "' on a backend whose waits_inline is false");
 }
 
 std::string backend::message(std::string_view what) const {

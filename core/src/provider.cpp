@@ -90,9 +90,12 @@ void provider::break_lock(std::string_view name) {
 }
 
 std::optional<std::chrono::nanoseconds> check_held_by_caller(provider& p) {
-  return p.service_->backend().check_held_by_caller();
+  auto* check = p.service_->backend().as_caller_loss_check();
+  return check ? check->check_held_by_caller() : std::nullopt;
 }
-void check_held_locks(provider& p) { p.service_->backend().check_held_locks(); }
+void check_held_locks(provider& p) {
+  if (auto* check = p.service_->backend().as_caller_loss_check()) check->check_held_locks();
+}
 
 std::string_view provider::scheme() const noexcept { return service_->backend().scheme(); }
 std::string provider::endpoint() const { return service_->backend().endpoint(); }

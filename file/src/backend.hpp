@@ -14,6 +14,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/held_check.hpp>
 #include <dlock/core/backend/election.hpp>
 #include <dlock/file/options.hpp>
 
@@ -33,6 +34,8 @@ class file_lease;
 /// 14 ms), which would make a short-lived holder such as the dlock command several times
 /// slower than flock(1).
 class file_backend final : public dlock::backend,
+                           public inline_acquirer,
+                           public caller_loss_check,
                            public std::enable_shared_from_this<file_backend> {
  public:
   /// Creates the directory and its watch. Throws connection_error when it cannot.
@@ -41,10 +44,11 @@ class file_backend final : public dlock::backend,
 
   std::string_view scheme() const noexcept override { return "file"; }
   std::string endpoint() const override { return directory_.string(); }
-  bool acquires_inline() const noexcept override { return true; }
+  inline_acquirer* as_inline_acquirer() noexcept override { return this; }
   bool acquires_inline_locally() const noexcept override { return true; }
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
   /// The monitor's check, by the caller from now on: no monitor is armed at later grants.
+  caller_loss_check* as_caller_loss_check() noexcept override { return this; }
   std::optional<std::chrono::nanoseconds> check_held_by_caller() override;
   void check_held_locks() override { check_held(nullptr); }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;

@@ -92,14 +92,14 @@ class memory_domain : public std::enable_shared_from_this<memory_domain> {
   std::multimap<std::string, std::weak_ptr<election_watcher>> watchers_;
 };
 
-class memory_backend final : public dlock::backend {
+class memory_backend final : public dlock::backend, public inline_acquirer {
  public:
   explicit memory_backend(const std::string& domain);
   ~memory_backend() override;
 
   std::string_view scheme() const noexcept override { return "memory"; }
   std::string endpoint() const override;
-  bool acquires_inline() const noexcept override { return true; }
+  inline_acquirer* as_inline_acquirer() noexcept override { return this; }
   bool acquires_inline_locally() const noexcept override { return true; }
   std::optional<std::uint32_t> current_count(const acquire_request& request) override {
     return domain_->current_count(request);

@@ -37,6 +37,7 @@ namespace dlock::postgres::detail {
 /// thread (start_acquire and their releases post there); and the caller-driven sessions, which
 /// callers' threads check out for an uncontended attempt and its release.
 class postgres_backend final : public dlock::backend,
+                               public inline_acquirer,
                                public std::enable_shared_from_this<postgres_backend> {
  public:
   /// Throws std::invalid_argument for a bad option or connection string (naming it).
@@ -49,8 +50,10 @@ class postgres_backend final : public dlock::backend,
                                                    acquire_completion done) override;
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
 
-  // inline_attempt.cpp: one attempt on a caller-driven session, on the caller's thread.
-  bool acquires_inline() const noexcept override { return true; }
+  // inline_attempt.cpp: one attempt on a caller-driven session, on the caller's thread; it
+  // needs a round trip, so an async acquire does not make it.
+  inline_acquirer* as_inline_acquirer() noexcept override { return this; }
+  bool acquires_inline_locally() const noexcept override { return false; }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   // caller_wait.cpp: a blocking acquire's wait for a lock, on a caller-driven session too
   // (semaphores wait for NOTIFYs on the provider's thread).

@@ -40,6 +40,7 @@
 namespace dlock::redis::detail {
 
 class redis_backend final : public dlock::backend,
+                            public inline_acquirer,
                             public std::enable_shared_from_this<redis_backend> {
  public:
   /// Throws std::invalid_argument for an invalid option.
@@ -61,7 +62,11 @@ class redis_backend final : public dlock::backend,
   /// On one server, a blocking acquire makes its first attempt on the caller's thread (not
   /// with Sentinel: the network thread's connections are the ones that follow a failover; not
   /// in a cluster: commands are routed by slot on the network thread).
-  bool acquires_inline() const noexcept override { return on_callers_thread(); }
+  inline_acquirer* as_inline_acquirer() noexcept override {
+    return on_callers_thread() ? this : nullptr;
+  }
+  /// A round trip: an async acquire does not make it on the initiating thread.
+  bool acquires_inline_locally() const noexcept override { return false; }
   /// On a Cluster in .NET's layout, a name whose keys would span hash slots.
   void check_name(primitive kind, std::string_view name) const override;
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include <dlock/core/backend/held_check.hpp>
 #include <dlock/core/backend/naming.hpp>
 #include <dlock/dlock.hpp>
 
@@ -140,15 +141,15 @@ TEST_CASE("a holder that checks its locks itself finds a deleted file lost at it
   support::temp_directory dir;
   auto files = std::make_shared<dlock::file::provider>(
       dlock::file::options{.directory = dir.path(), .monitor_period = 250ms});
-  CHECK(files->check_held_by_caller() == std::optional<std::chrono::nanoseconds>(250ms));
+  CHECK(dlock::check_held_by_caller(*files) == std::optional<std::chrono::nanoseconds>(250ms));
   auto held = files->create_lock("job").try_acquire();
   REQUIRE(held);
   std::atomic<bool> told{false};
   held->on_lost([&] { told = true; });
-  files->check_held_locks();
+  dlock::check_held_locks(*files);
   CHECK_FALSE(held->lost());
   std::filesystem::remove(files->lock_file_path("job"));
-  files->check_held_locks();
+  dlock::check_held_locks(*files);
   CHECK(held->lost());  // at once: the check ran on this thread
   CHECK(support::wait_until([&] { return told.load(); }, 5s));
 }

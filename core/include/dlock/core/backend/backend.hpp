@@ -22,6 +22,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include <dlock/core/backend/inline_acquirer.hpp>
 #include <dlock/core/backend/io_thread.hpp>
 #include <dlock/core/backend/lease.hpp>
 #include <dlock/core/detail/unique_function.hpp>
@@ -33,6 +34,7 @@
 namespace dlock {
 
 class election_board;
+class caller_loss_check;
 
 /// What a backend is asked to acquire.
 struct acquire_request {
@@ -140,44 +142,10 @@ class backend {
   virtual std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                            acquire_completion done) = 0;
 
-  /// True when try_acquire_inline() is offered: one non-waiting attempt cheap enough to make
-  /// on the caller's thread (local system calls, or one network round trip on a connection
-  /// the caller may use directly). Core then settles an uncontended blocking acquire without
-  /// a thread hop.
-  virtual bool acquires_inline() const noexcept { return false; }
-
-  /// True when try_acquire_inline() never waits for a network (local system calls or memory
-  /// only). Core then makes an uncontended async acquire's attempt on the initiating thread
-  /// too, and posts the result to the handler, where a network round trip there would block a
-  /// caller that asked not to be blocked. Requires acquires_inline().
-  virtual bool acquires_inline_locally() const noexcept { return false; }
-
-  /// Makes one non-waiting attempt on the calling thread. Returns the lease, or nullptr when
-  /// the lock is taken. Throws what start_acquire's completion would fail with
-  /// (connection_error, std::invalid_argument). Requires: acquires_inline(); request.wait
-  /// is false.
-  virtual std::unique_ptr<lease> try_acquire_inline(const acquire_request& request);
-
-  /// True when acquire_waiting_inline() is offered for `request`: the whole of a blocking
-  /// acquire, its wait included, on the caller's thread (which waits anyway), so that neither
-  /// the grant nor its release goes through the backend's thread. Requires acquires_inline().
-  virtual bool waits_inline(const acquire_request& request) const noexcept {
-    (void)request;
-    return false;
-  }
-
-  /// Attempts, then waits on the calling thread until granted or `request.deadline` (the
-  /// lease, or nullptr). A stop requested through `withdraw` (from another thread: it must
-  /// wake the wait) withdraws the wait as cancel() does, and returns once the server
-  /// confirmed (nullptr, or the lease if the grant won the race). `give_up` is requested
-  /// when core's grace after that stop has passed: return nullptr at once, and let the
-  /// withdrawal settle behind (a silent server never confirms). Leaves nothing at the server.
-  /// Throws what start_acquire's completion would fail with (connection_error, never a hang
-  /// on a silent server). Core holds the name's local gate around the call. Requires:
-  /// waits_inline(request); request.wait is true.
-  virtual std::unique_ptr<lease> acquire_waiting_inline(const acquire_request& request,
-                                                        std::stop_token withdraw,
-                                                        std::stop_token give_up);
+  /// The backend's attempt (and wait) on the caller's thread, or nullptr when it has none
+  /// (the default): inline_acquirer.hpp. Core asks for each acquire, so a backend may offer
+  /// it in one configuration only (Redis on one server).
+  virtual inline_acquirer* as_inline_acquirer() noexcept { return nullptr; }
 
   /// Throws std::invalid_argument when this backend's configuration cannot hold `name` as a
   /// `kind` at all (a Redis Cluster name whose keys would span hash slots), so that the lock
@@ -199,15 +167,10 @@ class backend {
   /// connection_error when the server cannot be asked (never "false").
   virtual bool is_current(const acquire_request& request, std::uint64_t fencing_token);
 
-  /// For check_held_by_caller(provider&) (held_check.hpp): from now on the backend leaves the periodic loss
-  /// check of its held locks to check_held_locks(), which the caller calls at least once per
-  /// returned period. std::nullopt (the default): the backend's loss detection needs its own
-  /// thread (sessions, extensions, watches at a server) and nothing changes.
-  virtual std::optional<std::chrono::nanoseconds> check_held_by_caller() { return std::nullopt; }
-
-  /// Checks every held lock for loss now, on the calling thread (any thread), marking the
-  /// lost ones lost. Called only after check_held_by_caller() returned a period.
-  virtual void check_held_locks() {}
+  /// The loss check of held locks that a caller can take over from the backend's thread, or
+  /// nullptr when the backend's loss detection needs a thread of its own (the default; every
+  /// networked backend): held_check.hpp.
+  virtual caller_loss_check* as_caller_loss_check() noexcept { return nullptr; }
 
   /// What provider::health() reports (the default: healthy, for backends that keep nothing
   /// that can break, like file and memory). Thread-safe; cheap (no round trip): it reports

@@ -11,6 +11,19 @@ namespace dlock {
 
 class provider;
 
+/// What a backend offers through backend::as_caller_loss_check(): the periodic loss check of
+/// its held locks, made by the caller instead of the backend's thread (the file backend).
+class caller_loss_check {
+ public:
+  virtual ~caller_loss_check() = default;
+  /// From now on the backend leaves the periodic check to check_held_locks(), which the
+  /// caller calls at least once per returned period; nullopt when it cannot now.
+  virtual std::optional<std::chrono::nanoseconds> check_held_by_caller() = 0;
+  /// Checks every held lock for loss now, on the calling thread (any thread), marking the
+  /// lost ones lost. Called only after check_held_by_caller() returned a period.
+  virtual void check_held_locks() = 0;
+};
+
 /// From now on `p` stops checking its held locks for loss on a thread of its own and leaves the
 /// periodic check to check_held_locks(p), which the caller promises to call at least once per
 /// returned period. Returns std::nullopt, and changes nothing, for a backend whose loss
