@@ -1,6 +1,6 @@
 // Private to dlock::postgres: sessions that the callers' threads drive themselves, for the
-// uncontended attempt and its release (inline_acquirer::try_acquire_inline), so that neither waits for
-// the provider's thread.
+// uncontended attempt and its release (inline_acquirer::try_acquire_inline), so that neither
+// waits for the provider's thread.
 #pragma once
 
 #include <atomic>
