@@ -21,7 +21,8 @@ using namespace std::chrono_literals;
 using clock = std::chrono::steady_clock;
 
 /// A URL with a 1 s lease, so that expiries pass quickly, under the test's own client name.
-inline std::string url(const std::string& client_name = "dlock", const std::string& base = endpoint()) {
+inline std::string url(const std::string& client_name = "dlock",
+                       const std::string& base = endpoint()) {
   return base + "?expiry=1s&prefix=" + prefix() + "&client_name=" + client_name;
 }
 
@@ -47,7 +48,8 @@ struct cycle_times {
   clock::duration mean{};
 };
 
-inline cycle_times acquire_release_cycles(dlock::provider& locks, const std::string& base, int cycles) {
+inline cycle_times acquire_release_cycles(dlock::provider& locks, const std::string& base,
+                                          int cycles) {
   cycle_times times;
   clock::duration total{};
   for (int i = 0; i < cycles; ++i) {

@@ -26,7 +26,8 @@ TEST_CASE("three sentinels name the first data node as mymaster's master",
   for (const auto& at : sentinels) {
     CHECK(at.host == "127.0.0.1");
     support::redis_connection sentinel(at);
-    const auto master = sentinel.command_elements({"SENTINEL", "get-master-addr-by-name", "mymaster"});
+    const auto master =
+        sentinel.command_elements({"SENTINEL", "get-master-addr-by-name", "mymaster"});
     REQUIRE(master);
     CHECK(*master == std::vector<std::string>{nodes[0].host, std::to_string(nodes[0].port)});
   }

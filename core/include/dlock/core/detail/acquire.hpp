@@ -86,8 +86,8 @@ struct settled_acquire {
 };
 
 /// The async API's uncontended attempt on the calling thread, made when the backend makes it
-/// locally (inline_acquirer::acquires_inline_locally), as the sync API does. Empty when that did not
-/// settle the acquire: then start_acquire.
+/// locally (inline_acquirer::acquires_inline_locally), as the sync API does. Empty when that
+/// did not settle the acquire: then start_acquire.
 std::optional<settled_acquire> settle_async_acquire_inline(const lock_target& target,
                                                            lock_mode mode,
                                                            std::chrono::nanoseconds timeout,
