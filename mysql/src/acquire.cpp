@@ -13,8 +13,10 @@ namespace dlock::mysql::detail {
 namespace {
 
 // How long a wait whose KILL the server confirmed may take to answer before its connection is
-// closed (kill_answered). A live server answers a killed GET_LOCK within milliseconds; 40 ms
-// keeps a stopped acquire's clean-up within the contract's 100 ms on a loaded machine.
+// closed. A live server answers a killed GET_LOCK within milliseconds, but MariaDB 10.11
+// sometimes never answers a batch killed between two of its statements (the client waits for
+// the next result forever); 40 ms keeps a stopped acquire's clean-up within the contract's
+// 100 ms on a loaded machine.
 constexpr std::chrono::milliseconds killed_batch_patience{40};
 
 // What one connection holds at most once: a name per primitive (every mode and slot of it).
@@ -86,8 +88,8 @@ void mysql_acquire::attempted(query_result r) {
     complete(std::make_exception_ptr(backend_->max_count_mismatch(request_, *other)), nullptr);
     return;
   }
-  if (auto token = r.value(1)) {
-    grant(static_cast<std::uint32_t>(std::stoul(r.value(0).value_or("0"))), std::stoull(*token));
+  if (r.value(1)) {
+    grant(r);
     return;
   }
   if (stopped_ || !request_.wait) {
@@ -106,21 +108,34 @@ void mysql_acquire::attempted(query_result r) {
   wait();
 }
 
-void mysql_acquire::grant(std::uint32_t slot, std::uint64_t token) {
+// The grant that `granting` answered (its slot, then its token), booked on the session.
+std::unique_ptr<lease> mysql_acquire::booked(const query_result& granting) {
+  const auto slot = static_cast<std::uint32_t>(std::stoul(granting.value(0).value_or("0")));
   const auto unlock =
       release_sql(request_, backend_->statements(),
                   writes(request_) ? std::nullopt : std::optional(slot));
-  auto granted = std::make_unique<mysql_lease>(backend_, session_, unlock, token);
+  auto granted = std::make_unique<mysql_lease>(backend_, session_, unlock,
+                                               std::stoull(granting.value(1).value_or("0")));
   granted->attach(backend_->sessions().add_grant(
       *session_, {resource_, checked_name(request_, slot), granted->lost_signal()}));
+  return granted;
+}
+
+void mysql_acquire::grant(const query_result& granting) {
+  auto granted = booked(granting);
   if (own_session_) backend_->sessions().unreserve(session_);
   complete(nullptr, std::move(granted));
 }
 
 // GET_LOCK until the deadline (semaphores and readers: a slice of semaphore_retry), on the
-// reserved connection.
+// reserved connection; each slice a wait of its own.
 void mysql_acquire::wait() {
   phase_ = phase::waiting;
+  wait_ = {};
+  perform(wait_, wait_.start({.give_back_after_cancel = true}));
+}
+
+void mysql_acquire::send_wait() {
   auto limit = std::chrono::nanoseconds(wait_forever);
   if (request_.deadline != std::chrono::steady_clock::time_point::max()) {
     limit = std::max<std::chrono::nanoseconds>(
@@ -135,44 +150,67 @@ void mysql_acquire::wait() {
       [self = shared_from_this()](query_result r) { self->waited(std::move(r)); });
 }
 
-void mysql_acquire::waited(query_result r) {
-  if (kill_sent_) {
-    if (r.connection_broken) {
-      // A server that went silent after the deadline is a connection_error, never "not
-      // obtained".
-      end_wait();
-      complete(timed_out_ ? backend_->failure(r, request_.name) : nullptr, nullptr);
-      return;
+void mysql_acquire::feed(dlock::detail::sql_wait_machine::event e) {
+  perform(wait_, wait_.on(e));
+}
+
+void mysql_acquire::arm_answer_timeout() {
+  arm_timer(backend_->settings().connect_timeout,
+            dlock::detail::sql_wait_machine::event::answer_overdue);
+}
+
+void mysql_acquire::arm_patience() {
+  arm_timer(killed_batch_patience, dlock::detail::sql_wait_machine::event::patience_elapsed);
+}
+
+void mysql_acquire::abandon_session() {
+  session_->connection->abandon("no answer within connect_timeout after a stop");
+}
+
+void mysql_acquire::book_grant() { granted_ = booked(answer_); }
+
+void mysql_acquire::keep_session() { backend_->sessions().unreserve(session_); }
+
+void mysql_acquire::discard_session() { end_wait(); }
+
+void mysql_acquire::report(dlock::detail::sql_wait_machine::action what) {
+  std::exception_ptr error;
+  if (what == dlock::detail::sql_wait_machine::action::report_failed) {
+    if (auto other = answer_.ok() ? other_max_count(request_, answer_) : std::nullopt) {
+      error = std::make_exception_ptr(backend_->max_count_mismatch(request_, *other));
+    } else {
+      error = backend_->failure(answer_, request_.name);
     }
-    give_back_killed_wait();
-    return;
   }
-  if (!r.ok()) {
-    end_wait();
-    complete(backend_->failure(r, request_.name), nullptr);
-    return;
-  }
-  if (auto other = other_max_count(request_, r)) {
-    backend_->sessions().unreserve(session_);
-    complete(std::make_exception_ptr(backend_->max_count_mismatch(request_, *other)), nullptr);
-    return;
-  }
-  if (auto token = r.value(1)) {
-    grant(static_cast<std::uint32_t>(std::stoul(r.value(0).value_or("0"))), std::stoull(*token));
-    return;
+  complete(std::move(error), std::move(granted_));
+}
+
+void mysql_acquire::waited(query_result r) {
+  using event = dlock::detail::sql_wait_machine::event;
+  answer_ = std::move(r);
+  event answer = event::not_granted;
+  if (answer_.connection_broken) {
+    answer = event::connection_lost;
+  } else if (!answer_.ok()) {
+    answer = event::failed;
+  } else if (other_max_count(request_, answer_)) {
+    answer = event::failed_cleanly;
+  } else if (answer_.value(1)) {
+    answer = event::granted;
   }
   const bool deadline_passed = request_.deadline != std::chrono::steady_clock::time_point::max() &&
                                std::chrono::steady_clock::now() >= request_.deadline;
-  if (stopped_ || deadline_passed) {
-    backend_->sessions().unreserve(session_);
-    complete(nullptr, nullptr);
+  // A slice that ended with nothing, and nothing asked of it: wait again.
+  const bool asked_nothing = wait_.current() == dlock::detail::sql_wait_machine::phase::waiting;
+  if (answer == event::not_granted && asked_nothing && !deadline_passed) {
+    if (request_.kind == primitive::reader_writer_lock && !writes(request_)) {
+      pause_before_waiting();  // past the gate, but every reader slot was taken
+      return;
+    }
+    wait();
     return;
   }
-  if (request_.kind == primitive::reader_writer_lock && !writes(request_)) {
-    pause_before_waiting();  // past the gate, but every reader slot was taken
-    return;
-  }
-  wait();
+  feed(answer);
 }
 
 // Readers when all reader slots are taken: a slot frees without telling anyone who waits
@@ -187,63 +225,55 @@ void mysql_acquire::pause_before_waiting() {
 }
 
 void mysql_acquire::stop() {
+  using event = dlock::detail::sql_wait_machine::event;
   if (phase_ == phase::done || stopped_) return;
   stopped_ = true;
-  timed_out_ = request_.deadline != std::chrono::steady_clock::time_point::max() &&
-               std::chrono::steady_clock::now() >= request_.deadline;
+  const bool timed_out = request_.deadline != std::chrono::steady_clock::time_point::max() &&
+                         std::chrono::steady_clock::now() >= request_.deadline;
   if (phase_ == phase::pausing) {
     timer_.cancel();
     backend_->sessions().unreserve(session_);
     complete(nullptr, nullptr);
     return;
   }
-  if (phase_ == phase::waiting) kill_wait();
+  if (phase_ == phase::waiting) feed(timed_out ? event::deadline : event::stop);
   // attempting: the attempt's answer comes soon and completes.
 }
 
 // KILL QUERY from another connection ends the server's wait at once (GET_LOCK returns NULL).
-// A server that answers neither (paused, unreachable) gets connect_timeout, after which the
-// waiting connection is given up: the server drops its wait, or frees what it granted,
-// within its server_lease.
-void mysql_acquire::kill_wait() {
+// A connection still connecting has sent nothing, so closing it is clean.
+void mysql_acquire::send_cancel() {
+  using event = dlock::detail::sql_wait_machine::event;
   const std::uint64_t target = session_->connection->thread_id();
   if (target == 0) {
-    // Still connecting: nothing was sent, so closing the connection is clean.
-    end_wait();
-    complete(nullptr, nullptr);
+    feed(event::nothing_to_cancel);
     return;
   }
-  kill_sent_ = true;
   backend_->sessions().session_for_attempt("")->connection->execute(
       kill_query_sql(target), [weak = weak_from_this()](query_result r) {
         auto self = weak.lock();
-        if (self && r.ok()) self->kill_answered();
+        if (!self) return;
+        // A connection that broke meanwhile answers as such, whatever the KILL did.
+        if (r.ok() && self->session_->connection->broken()) return;
+        self->feed(r.ok() ? event::cancel_confirmed : event::cancel_failed);
       });
-  // Core answers a stopped caller within its grace even when the server is silent; this
-  // completes when the server confirms, or once the connection is given up. A deadline with a
-  // silent server is then a connection_error, not "not obtained".
-  timer_.expires_after(backend_->settings().connect_timeout);
-  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
-    auto self = weak.lock();
-    if (!ec && self) {
-      self->session_->connection->abandon("no answer within connect_timeout after a stop");
-    }
-  });
+  feed(event::cancel_sent);
 }
 
-// The server answered the KILL, so it is alive and the waiting statement's answer is due.
-// MariaDB 10.11 sometimes never answers a batch killed between two of its statements (the
-// client waits for the next result forever): after killed_batch_patience the waiting
-// connection is closed, which frees whatever the batch took, and the acquire ends as not
-// obtained.
-void mysql_acquire::kill_answered() {
-  if (session_->connection->broken()) return;
-  timer_.expires_after(killed_batch_patience);
-  timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+// The one timer of a wait: connect_timeout for a server that answers neither the wait nor the
+// KILL, then, once the KILL is confirmed, the killed batch's patience in its place.
+void mysql_acquire::arm_timer(std::chrono::nanoseconds after,
+                              dlock::detail::sql_wait_machine::event then) {
+  timer_.expires_after(after);
+  timer_.async_wait([weak = weak_from_this(), then](boost::system::error_code ec) {
     auto self = weak.lock();
-    if (ec || !self || self->session_->connection->broken()) return;
-    self->end_wait();
-    self->complete(nullptr, nullptr);
+    if (ec || !self || self->phase_ != phase::waiting) return;
+    // The broken connection's answer is on its way, and settles the wait.
+    if (then == dlock::detail::sql_wait_machine::event::patience_elapsed &&
+        self->session_->connection->broken()) {
+      return;
+    }
+    self->feed(then);
   });
 }
 
@@ -253,12 +283,12 @@ void mysql_acquire::kill_answered() {
 // the wait's connection gives it back first, and the acquire completes once the server
 // confirmed. Closing afterwards settles a KILL that lands late, on whatever runs next (the
 // give-back then fails, and closing frees the rest).
-void mysql_acquire::give_back_killed_wait() {
+void mysql_acquire::give_back() {
   session_->connection->execute(
       release_sql(request_, backend_->statements(), std::nullopt),
-      [self = shared_from_this()](query_result) {
-        self->end_wait();
-        self->complete(nullptr, nullptr);
+      [self = shared_from_this()](query_result r) {
+        using event = dlock::detail::sql_wait_machine::event;
+        self->feed(r.ok() ? event::given_back : event::give_back_failed);
       });
 }
 
@@ -271,8 +301,7 @@ void mysql_acquire::end_wait() {
 void mysql_acquire::complete(std::exception_ptr error, std::unique_ptr<lease> granted) {
   if (phase_ == phase::done) return;
   phase_ = phase::done;
-  // After a KILL, the timer gives the waiting connection up if the server never answers.
-  if (!kill_sent_ || session_->connection->broken()) timer_.cancel();
+  timer_.cancel();
   auto done = std::move(done_);
   done(std::move(error), std::move(granted));
 }

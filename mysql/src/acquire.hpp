@@ -12,6 +12,8 @@
 #include <dlock/core/backend/backend.hpp>
 
 #include "session.hpp"
+#include "sql_wait_io.hpp"
+#include "sql_wait_machine.hpp"
 
 namespace dlock::mysql::detail {
 
@@ -21,12 +23,14 @@ class mysql_backend;
 /// timeout on a connection of its own (a semaphore waits at one slot for semaphore_retry,
 /// then tries them all, and moves on to the next slot).
 ///
-/// A stop sends KILL QUERY for the waiting statement from another connection, which ends the
-/// server's wait at once; the waiting connection then gives back whatever the killed batch
-/// took, so that the name is free once the stop is confirmed, and is closed, so that a KILL
-/// that lands late leaves nothing behind. Runs on the io thread except cancel().
+/// Each GET_LOCK is a sql_wait_machine, whose actions this performs. A stop sends KILL QUERY
+/// for the waiting statement from another connection, which ends the server's wait at once;
+/// the waiting connection then gives back whatever the killed batch took, so that the name is
+/// free once the stop is confirmed, and is closed, so that a KILL that lands late leaves
+/// nothing behind. Runs on the io thread except cancel().
 class mysql_acquire final : public acquire_operation,
-                            public std::enable_shared_from_this<mysql_acquire> {
+                            public std::enable_shared_from_this<mysql_acquire>,
+                            private dlock::detail::sql_wait_io {
  public:
   mysql_acquire(std::shared_ptr<mysql_backend> backend, acquire_request request,
                 acquire_completion done);
@@ -40,15 +44,26 @@ class mysql_acquire final : public acquire_operation,
   enum class phase { attempting, waiting, pausing, done };
 
   void attempted(query_result r);
-  void grant(std::uint32_t slot, std::uint64_t token);
+  std::unique_ptr<lease> booked(const query_result& granting);
+  void grant(const query_result& granting);
   void wait();
+  void feed(dlock::detail::sql_wait_machine::event e);
   void waited(query_result r);
   void pause_before_waiting();
   void stop();
-  void kill_wait();
-  void kill_answered();
-  void give_back_killed_wait();
+  void arm_timer(std::chrono::nanoseconds after, dlock::detail::sql_wait_machine::event then);
   void end_wait();
+  // The wait's actions (sql_wait_io).
+  void send_wait() override;
+  void send_cancel() override;
+  void arm_answer_timeout() override;
+  void arm_patience() override;
+  void abandon_session() override;
+  void give_back() override;
+  void book_grant() override;
+  void keep_session() override;
+  void discard_session() override;
+  void report(dlock::detail::sql_wait_machine::action what) override;
   void complete(std::exception_ptr error, std::unique_ptr<lease> granted);
 
   std::shared_ptr<mysql_backend> backend_;
@@ -58,10 +73,11 @@ class mysql_acquire final : public acquire_operation,
   std::shared_ptr<mysql_session> session_;
   bool own_session_ = false;
   bool stopped_ = false;
-  bool kill_sent_ = false;
-  bool timed_out_ = false;  // stopped at or after the deadline, not by a stop request
   std::uint32_t next_slot_ = 0;  // where a semaphore waits next
   phase phase_ = phase::attempting;
+  dlock::detail::sql_wait_machine wait_;  // the GET_LOCK out now
+  query_result answer_;                   // its answer
+  std::unique_ptr<lease> granted_;        // its grant, booked until it is reported
   boost::asio::steady_timer timer_;
 };
 

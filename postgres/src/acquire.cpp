@@ -5,7 +5,6 @@
 
 #include <boost/asio/post.hpp>
 
-
 #include "backend.hpp"
 #include "election_key.hpp"
 #include "failure.hpp"
@@ -13,6 +12,7 @@
 #include "semaphore_keys.hpp"
 #include "sql.hpp"
 #include "upgrade_gate_key.hpp"
+#include "wait_answer.hpp"
 
 namespace dlock::postgres::detail {
 
@@ -130,31 +130,33 @@ void pg_acquire::attempted(query_result r, bool on_own_session) {
   wait_for_lock();
 }
 
-void pg_acquire::grant(const std::string& slot, std::uint64_t token) {
+std::unique_ptr<lease> pg_acquire::booked(const std::string& slot, std::uint64_t token) {
   auto granted = std::make_unique<pg_lease>(
       backend_, session_,
       joined(unlock_sql(request_, key_, slot),
              forget_grant_sql(request_, key_, slot, backend_->owners())),
       token);
   granted->attach(backend_->sessions().add_grant(*session_, {resource_, granted->lost_signal()}));
+  return granted;
+}
+
+void pg_acquire::grant(const std::string& slot, std::uint64_t token) {
+  auto granted = booked(slot, token);
   if (own_session_) backend_->sessions().unreserve(session_);
   complete(nullptr, std::move(granted));
 }
 
 // Locks: a blocking pg_advisory_lock on a session that holds nothing, bounded by
-// lock_timeout at the deadline; stop() cancels the statement.
+// lock_timeout at the deadline, which then needs no cancel.
 void pg_acquire::wait_for_lock() {
   session_ = backend_->sessions().session_for_wait();
   own_session_ = true;
   phase_ = phase::waiting;
-  // On its own, so that the waiter's row is seen while it waits; its failure (the table
-  // cannot be written) only leaves the waiter's owner unseen.
-  if (auto waiting = record_waiting_sql(request_, key_, backend_->owners()); !waiting.empty()) {
-    session_->connection->execute(std::move(waiting), [](query_result) {});
+  if (request_.deadline != std::chrono::steady_clock::time_point::max()) {
+    lock_timeout_ms_ = lock_timeout_ms(request_.deadline - std::chrono::steady_clock::now());
   }
-  session_->connection->execute(
-      recorded(wait_sql(request_, key_, lock_timeout_ms(), backend_->token_expression())),
-      [self = shared_from_this()](query_result r) { self->waited(std::move(r)); });
+  perform(wait_,
+          wait_.start({.deadline_ends_wait = lock_timeout_ms_ != 0, .cancel_repeats = true}));
 }
 
 // At the deadline the server's lock_timeout ends the wait by itself, sooner than a
@@ -164,54 +166,59 @@ bool pg_acquire::deadline_passed() const {
          std::chrono::steady_clock::now() >= request_.deadline;
 }
 
-long long pg_acquire::lock_timeout_ms() const {
-  if (request_.deadline == std::chrono::steady_clock::time_point::max()) return 0;
-  return detail::lock_timeout_ms(request_.deadline - std::chrono::steady_clock::now());
+void pg_acquire::feed(dlock::detail::sql_wait_machine::event e) {
+  perform(wait_, wait_.on(e));
+}
+
+void pg_acquire::send_wait() {
+  // On its own, so that the waiter's row is seen while it waits; its failure (the table
+  // cannot be written) only leaves the waiter's owner unseen.
+  if (auto waiting = record_waiting_sql(request_, key_, backend_->owners()); !waiting.empty()) {
+    session_->connection->execute(std::move(waiting), [](query_result) {});
+  }
+  session_->connection->execute(
+      recorded(wait_sql(request_, key_, lock_timeout_ms_, backend_->token_expression())),
+      [self = shared_from_this()](query_result r) { self->waited(std::move(r)); });
+}
+
+// Not running yet means still queued behind the connect: nothing was sent, so closing the
+// session is clean.
+void pg_acquire::send_cancel() {
+  using event = dlock::detail::sql_wait_machine::event;
+  feed(session_->connection->cancel_running() ? event::cancel_sent : event::nothing_to_cancel);
 }
 
 void pg_acquire::waited(query_result r) {
-  if (cancel_sent_) {
-    // Our cancel request is delivered on a connection of its own and may land after this
-    // statement ended, on whatever the session runs next; and a grant may have won the race.
-    // Ending the session settles both: the server frees all it held.
-    session_->connection->close();
-    complete(nullptr, nullptr);
-    return;
-  }
-  if (r.ok()) {
-    grant("0", std::stoull(r.value(1).value_or("0")));
-    return;
-  }
-  if (r.sqlstate == "55P03" || r.sqlstate == "57014") {
-    release_granted_in_race();
-    return;
-  }
-  if (r.connection_broken && stopped_ && !timed_out_) {
-    complete(nullptr, nullptr);  // the session is gone, and with it anything it held
-    return;
-  }
-  // Broken while waiting, or at the deadline with no answer: the server could not be heard,
-  // which is a connection_error, never "not obtained".
-  backend_->sessions().unreserve(session_);
-  give_up_failed_statement(r);
-  complete(acquire_failure(*backend_, r, request_.name), nullptr);
+  answer_ = std::move(r);
+  feed(wait_answer(answer_));
 }
 
-// The grant can come between the timeout or cancel and the error reaching us; a
-// session-level lock survives the failed statement, so look for it and let it go.
-void pg_acquire::release_granted_in_race() {
-  phase_ = phase::cleaning;  // a stop request must not cancel this statement
+// A session-level lock survives the failed statement that may have taken it.
+void pg_acquire::give_back() {
   session_->connection->execute(
       joined(unlock_if_held_sql(request_, key_),
              forget_grant_sql(request_, key_, "0", backend_->owners())),
       [self = shared_from_this()](query_result r) {
-        if (r.ok()) {
-          self->backend_->sessions().unreserve(self->session_);
-        } else {
-          self->session_->connection->close();  // it may hold the lock: ending it frees it
-        }
-        self->complete(nullptr, nullptr);
+        using event = dlock::detail::sql_wait_machine::event;
+        self->feed(r.ok() ? event::given_back : event::give_back_failed);
       });
+}
+
+void pg_acquire::book_grant() {
+  granted_ = booked("0", std::stoull(answer_.value(1).value_or("0")));
+}
+
+void pg_acquire::keep_session() { backend_->sessions().unreserve(session_); }
+
+// A wait's session holds nothing else: closing it frees what the wait took, and leaves a
+// cancel that lands late nothing to hit.
+void pg_acquire::discard_session() { session_->connection->close(); }
+
+void pg_acquire::report(dlock::detail::sql_wait_machine::action what) {
+  using action = dlock::detail::sql_wait_machine::action;
+  complete(what == action::report_failed ? acquire_failure(*backend_, answer_, request_.name)
+                                         : nullptr,
+           std::move(granted_));
 }
 
 // Semaphores: LISTEN on the name's channel on a session of our own, then attempt again on
@@ -267,40 +274,47 @@ void pg_acquire::stop() {
     complete(nullptr, nullptr);
     return;
   }
-  if (phase_ == phase::waiting && !deadline_passed()) {
-    cancel_sent_ = session_->connection->cancel_running();
-    if (!cancel_sent_) {
-      // Still queued behind the connect: nothing was sent, so closing the session is clean.
-      session_->connection->close();
-      return;
-    }
-    cancel_again(std::chrono::milliseconds(2));
+  if (phase_ == phase::waiting) {
+    using event = dlock::detail::sql_wait_machine::event;
+    feed(timed_out_ ? event::deadline : event::stop);
+    return;
   }
-  // The wait ends when the server confirms; core answers a stopped caller within its grace
-  // meanwhile. A server that does not answer (paused, unreachable) ends neither the statement by itself
-  // (lock_timeout) nor on the cancel: give the session up after connect_timeout. The server
-  // drops the wait, or frees what it granted, within its server_lease; every handle on the
-  // session is marked lost (nobody can vouch for them).
+  arm_answer_timeout();  // attempting: its answer comes soon, and completes
+}
+
+// The wait ends when the server confirms; core answers a stopped caller within its grace
+// meanwhile. A server that does not answer (paused, unreachable) ends neither the statement by
+// itself (lock_timeout) nor on the cancel: give the session up after connect_timeout. The
+// server drops the wait, or frees what it granted, within its server_lease; every handle on
+// the session is marked lost (nobody can vouch for them).
+void pg_acquire::arm_answer_timeout() {
   retry_timer_.expires_after(backend_->settings().connect_timeout);
   retry_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     auto self = weak.lock();
-    if (!ec && self && self->phase_ != phase::done) {
-      self->session_->connection->abandon(
-          self->timed_out_ ? "no answer within connect_timeout after the deadline"
-                           : "no answer within connect_timeout after a stop");
+    if (ec || !self || self->phase_ == phase::done) return;
+    if (self->phase_ == phase::waiting) {
+      self->feed(dlock::detail::sql_wait_machine::event::answer_overdue);
+    } else {
+      self->abandon_session();
     }
   });
 }
 
+void pg_acquire::abandon_session() {
+  session_->connection->abandon(timed_out_
+                                    ? "no answer within connect_timeout after the deadline"
+                                    : "no answer within connect_timeout after a stop");
+}
+
 // The server ignores a cancel that reaches it before the statement it was meant for (the
-// statement was sent just before the stop), so cancel again until the wait ends.
-void pg_acquire::cancel_again(std::chrono::milliseconds after) {
+// statement was sent just before the stop), so the machine has it sent again until the wait
+// ends.
+void pg_acquire::arm_cancel_retry(std::chrono::milliseconds after) {
   cancel_timer_.expires_after(after);
-  cancel_timer_.async_wait([weak = weak_from_this(), after](boost::system::error_code ec) {
+  cancel_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     auto self = weak.lock();
     if (ec || !self || self->phase_ != phase::waiting) return;
-    self->session_->connection->cancel_running();
-    self->cancel_again(std::min(after * 2, std::chrono::milliseconds(20)));
+    self->feed(dlock::detail::sql_wait_machine::event::cancel_retry_due);
   });
 }
 

@@ -11,6 +11,8 @@
 #include <dlock/postgres/advisory_key.hpp>
 
 #include "session.hpp"
+#include "sql_wait_io.hpp"
+#include "sql_wait_machine.hpp"
 
 namespace dlock::postgres::detail {
 
@@ -29,12 +31,14 @@ std::string joined(std::string statement, const std::string& then);
 /// One acquire: an attempt on a shared session, then, if it must wait, a blocking
 /// pg_advisory_lock on a session of its own (locks) or LISTEN and retries (semaphores).
 ///
-/// A stop cancels the waiting statement (or ends the semaphore's wait); a grant that races a
-/// timeout or a cancel is given back, so nothing is left at the server. The caller hears of a
-/// stop within 50 ms even from a silent server, while the session settles. Runs on the io
-/// thread except cancel().
+/// A lock's wait is a sql_wait_machine, whose actions this performs: a stop cancels the
+/// waiting statement; a grant that races a timeout or a cancel is given back, so nothing is
+/// left at the server. A stop ends a semaphore's wait. The caller hears of a stop within 50 ms
+/// even from a silent server, while the session settles. Runs on the io thread except
+/// cancel().
 class pg_acquire final : public acquire_operation,
-                         public std::enable_shared_from_this<pg_acquire> {
+                         public std::enable_shared_from_this<pg_acquire>,
+                         private dlock::detail::sql_wait_io {
  public:
   pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_request request,
              acquire_completion done);
@@ -48,24 +52,34 @@ class pg_acquire final : public acquire_operation,
   void notified();
 
  private:
-  enum class phase { attempting, waiting, listening, cleaning, done };
+  enum class phase { attempting, waiting, listening, done };
 
   std::string recorded(std::string statement) const;
   void attempted(query_result r, bool on_own_session);
   void give_up_failed_statement(const query_result& r);
+  std::unique_ptr<lease> booked(const std::string& slot, std::uint64_t token);
   void grant(const std::string& slot, std::uint64_t token);
   void wait_for_lock();
   bool deadline_passed() const;
-  long long lock_timeout_ms() const;
+  void feed(dlock::detail::sql_wait_machine::event e);
   void waited(query_result r);
-  void release_granted_in_race();
+  // The wait's actions (sql_wait_io).
+  void send_wait() override;
+  void send_cancel() override;
+  void arm_cancel_retry(std::chrono::milliseconds after) override;
+  void arm_answer_timeout() override;
+  void abandon_session() override;
+  void give_back() override;
+  void book_grant() override;
+  void keep_session() override;
+  void discard_session() override;
+  void report(dlock::detail::sql_wait_machine::action what) override;
   void listen();
   void wait_for_notification();
   void attempt_again();
   void end_listening();
   void stop_listening();
   void stop();
-  void cancel_again(std::chrono::milliseconds after);
   void complete(std::exception_ptr error, std::unique_ptr<lease> granted);
 
   std::shared_ptr<postgres_backend> backend_;
@@ -76,9 +90,12 @@ class pg_acquire final : public acquire_operation,
   std::shared_ptr<pg_session> session_;
   bool own_session_ = false;
   bool stopped_ = false;
-  bool cancel_sent_ = false;
   bool timed_out_ = false;  // stopped at or after the deadline, not by a stop request
   phase phase_ = phase::attempting;
+  dlock::detail::sql_wait_machine wait_;  // a lock's wait, from wait_for_lock()
+  long long lock_timeout_ms_ = 0;         // the wait's; 0: none
+  query_result answer_;                   // the wait's
+  std::unique_ptr<lease> granted_;        // the wait's, booked until it is reported
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer cancel_timer_;
   std::string resource_;

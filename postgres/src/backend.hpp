@@ -119,9 +119,10 @@ class postgres_backend final : public dlock::backend,
                                                 const caller_sessions::session_ptr& session,
                                                 int woken_by_stop, const std::stop_token& stop,
                                                 const std::stop_token& give_up);
-  std::unique_ptr<lease> release_granted_in_race(const acquire_request& request,
-                                                 const advisory_key& key,
-                                                 const caller_sessions::session_ptr& session);
+  bool send_caller_wait(const acquire_request& request, const advisory_key& key, PGconn* conn,
+                        long long timeout_ms, query_result& broken);
+  bool give_back_granted_in_race(const acquire_request& request, const advisory_key& key,
+                                 const caller_sessions::session_ptr& session);
   board_connection& inspector_connection();
   query_result inspector_query(const std::string& sql, const std::string& bytes,
                                const std::string& what);

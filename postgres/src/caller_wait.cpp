@@ -1,9 +1,10 @@
 // A blocking acquire's wait for a lock on the caller's thread: the same pg_advisory_lock as
 // pg_acquire's wait, sent on a caller-driven session that holds nothing, so that the grant
 // comes straight to the caller and stays on that session until its release, which the
-// releasing thread sends itself. A stop from another thread wakes the wait (an eventfd) and
-// cancels the statement as the pooled wait's stop does; core's grace after it (give_up) wakes
-// it again to return.
+// releasing thread sends itself. The wait follows the same sql_wait_machine as the pooled one;
+// this performs its actions with libpq driven from the caller's thread. A stop from another
+// thread wakes the wait (an eventfd) and the machine cancels the statement; core's grace after
+// it (give_up) wakes it again to return.
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <optional>
+#include <vector>
 
 #include <dlock/core/errors.hpp>
 
@@ -21,6 +23,9 @@
 #include "libpq_message.hpp"
 #include "lock_timeout.hpp"
 #include "sql.hpp"
+#include "sql_wait_io.hpp"
+#include "sql_wait_machine.hpp"
+#include "wait_answer.hpp"
 
 namespace dlock::postgres::detail {
 
@@ -107,163 +112,216 @@ std::unique_ptr<lease> postgres_backend::acquire_waiting_inline(const acquire_re
   return wait_on_caller_session(request, session, wakeup.fd(), stop, give_up);
 }
 
-// The wait itself, on the checked-out `session`: its grant, or nullptr (stopped: `woken_by_stop`
-// became readable and `stop` was requested, then `give_up` or the server's confirmation came;
-// became readable; timed out), with the session checked in or given up.
+// The wait itself, on the checked-out `session`, as sql_wait_machine says: its grant, or
+// nullptr (stopped: `woken_by_stop` became readable and `stop` was requested, then `give_up` or
+// the server's confirmation came; timed out), with the session checked in or given up.
 std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     const acquire_request& request, const caller_sessions::session_ptr& session,
     int woken_by_stop, const std::stop_token& stop, const std::stop_token& give_up) {
+  using event = dlock::detail::sql_wait_machine::event;
   const advisory_key key = key_of(request);
   const auto began = clock_type::now();
   wait_counted counted(*callers_);
   PGconn* conn = session->conn;
-  auto fail = [&](const query_result& r) -> std::unique_ptr<lease> {
-    // A deadlock took nothing; anything else may have left the lock taken: ending the
-    // session frees it.
-    if (r.sqlstate == "40P01") {
-      callers_->check_in(session);
-    } else {
-      callers_->give_up(session);
-    }
-    std::rethrow_exception(acquire_failure(*this, r, request.name));
-  };
-  // On its own, so that the waiter's row is seen while it waits; its failure (the table
-  // cannot be written) only leaves the waiter's owner unseen.
-  if (auto waiting = record_waiting_sql(request, key, owners_); !waiting.empty()) {
-    const query_result r =
-        send_blocking(conn, endpoint_, waiting, {},
-                      began + std::min(options_.connect_timeout, options_.keepalive));
-    if (r.connection_broken) return fail(r);
-  }
   const long long timeout_ms =
       request.deadline == clock_type::time_point::max()
           ? 0
           : lock_timeout_ms(request.deadline - clock_type::now());
-  const std::string sql =
-      record_grant_sql(wait_sql(request, key, timeout_ms, token_expression_), request, key,
-                       owners_);
-  if (!PQsendQuery(conn, sql.c_str())) return fail(broken_connection(conn));
 
-  std::optional<clock_type::time_point> stopped_at;  // by a stop before the deadline
-  bool cancel_sent = false;
-  auto next_cancel = clock_type::time_point::max();
-  auto cancel_delay = std::chrono::milliseconds(2);
-  // A server that does not answer ends the wait by neither lock_timeout nor a cancel: after
-  // the deadline, connect_timeout more at most.
-  const bool endless =
-      request.deadline > clock_type::time_point::max() - options_.connect_timeout;
-  const auto give_up_at =
-      endless ? clock_type::time_point::max() : request.deadline + options_.connect_timeout;
-  auto send_cancel_now = [&] {
-    if (send_cancel(conn, cancel_by_control_, session->backend_start, session->cancelling)) {
-      cancel_sent = true;
+  // The machine's actions, performed on this thread; what they answer is fed back at once.
+  struct caller_wait_io final : dlock::detail::sql_wait_io {
+    postgres_backend& backend;
+    const acquire_request& request;
+    const advisory_key& key;
+    const caller_sessions::session_ptr& session;
+    long long timeout_ms;
+    dlock::detail::sql_wait_machine wait;
+    query_result r;  // the answer, or why there is none
+    std::unique_ptr<lease> granted;
+    std::exception_ptr error;
+    bool reported = false;
+    clock_type::time_point next_cancel = clock_type::time_point::max();
+    clock_type::time_point answer_due = clock_type::time_point::max();
+    std::vector<event> answers;  // of the actions performed, to feed
+
+    caller_wait_io(postgres_backend& backend, const acquire_request& request,
+                const advisory_key& key, const caller_sessions::session_ptr& session,
+                long long timeout_ms)
+        : backend(backend), request(request), key(key), session(session),
+          timeout_ms(timeout_ms) {}
+
+    void start() {
+      perform(wait,
+              wait.start({.deadline_ends_wait = timeout_ms != 0, .cancel_repeats = true}));
+      drain();
     }
-    next_cancel = clock_type::now() + cancel_delay;
-    cancel_delay = std::min(cancel_delay * 2, std::chrono::milliseconds(20));
-  };
-  auto no_answer = [&](const std::string& why) -> std::unique_ptr<lease> {
-    callers_->give_up(session);  // its handles (none) lost; the server frees what it took
-    throw connection_error(message(why, request.name));
-  };
+    void feed(event e) {
+      answers.push_back(e);
+      drain();
+    }
+    void drain() {
+      while (!answers.empty() && !reported) {
+        const event next = answers.back();
+        answers.pop_back();
+        perform(wait, wait.on(next));
+      }
+    }
+    void no_answer(const std::string& why) {
+      r = query_result{};
+      r.connection_broken = true;
+      r.message = why;
+    }
 
-  query_result r;
-  while (true) {
+    void send_wait() override {
+      if (!backend.send_caller_wait(request, key, session->conn, timeout_ms, r)) {
+        answers.push_back(event::connection_lost);
+      }
+    }
+    void send_cancel() override {
+      answers.push_back(postgres::detail::send_cancel(session->conn, backend.cancel_by_control_,
+                                                      session->backend_start, session->cancelling)
+                            ? event::cancel_sent
+                            : event::cancel_busy);
+    }
+    void arm_cancel_retry(std::chrono::milliseconds after) override {
+      next_cancel = clock_type::now() + after;
+    }
+    void arm_answer_timeout() override {
+      answer_due =
+          std::min(answer_due, clock_type::now() + backend.options_.connect_timeout);
+    }
+    void abandon_session() override {
+      no_answer(wait.expired() ? "no answer within connect_timeout after the deadline"
+                               : "no answer within connect_timeout after a stop");
+      answers.push_back(event::connection_lost);
+    }
+    void give_back() override {
+      answers.push_back(backend.give_back_granted_in_race(request, key, session)
+                            ? event::given_back
+                            : event::give_back_failed);
+    }
+    void book_grant() override {
+      granted = backend.grant_on_caller_session(request, key, session, "0",
+                                                std::stoull(r.value(1).value_or("0")));
+    }
+    void keep_session() override {
+      if (!granted) backend.callers_->check_in(session);  // a grant went back checked in
+    }
+    // The server frees what the session held once it sees it closed, and a cancel that lands
+    // late has nothing left to hit.
+    void discard_session() override { backend.callers_->give_up(session); }
+    void report(dlock::detail::sql_wait_machine::action what) override {
+      if (what == dlock::detail::sql_wait_machine::action::report_failed) {
+        error = acquire_failure(backend, r, request.name);
+      }
+      reported = true;
+    }
+  } io(*this, request, key, session, timeout_ms);
+  io.start();
+
+  while (!io.reported) {
     const int flushed = PQflush(conn);
     if (flushed < 0) {
-      r = broken_connection(conn);
-      break;
+      io.r = broken_connection(conn);
+      io.feed(event::connection_lost);
+      continue;
     }
     bool answered = false;
     while (flushed == 0 && !PQisBusy(conn)) {
       PGresult* result = PQgetResult(conn);
       if (!result) {
-        if (PQstatus(conn) == CONNECTION_BAD) r.connection_broken = true;
+        if (PQstatus(conn) == CONNECTION_BAD) io.r.connection_broken = true;
         answered = true;
         break;
       }
-      add_result(r, result);
+      add_result(io.r, result);
     }
-    if (answered) break;
+    if (answered) {
+      io.feed(wait_answer(io.r));
+      continue;
+    }
 
     const auto now = clock_type::now();
-    if (stopped_at && give_up.stop_requested()) {
-      // The server did not confirm the stop within core's grace (a silent one never does): the
-      // session is given up, and the server frees what it may still grant once it sees the
-      // session closed.
-      callers_->give_up(session);
-      return nullptr;
+    // The server did not confirm a stop within core's grace (a silent one never does): the
+    // session is given up, and the server frees what it may still grant once it sees it closed.
+    if (give_up.stop_requested()) io.feed(event::give_up);
+    if (!io.reported && now >= io.answer_due) io.feed(event::answer_overdue);
+    if (!io.reported && callers_->silent_for_wait(began)) {
+      io.no_answer("no answer from the server to a keepalive within one period");
+      io.feed(event::server_silent);
     }
-    if (now >= give_up_at) {
-      return no_answer("no answer within connect_timeout after the deadline");
+    // At the deadline the server's lock_timeout ends the wait by itself; a deadline past what
+    // lock_timeout can hold is ended by a cancel, as a stop.
+    if (!io.reported && now >= request.deadline) io.feed(event::deadline);
+    if (!io.reported && now >= io.next_cancel) {
+      io.next_cancel = clock_type::time_point::max();
+      io.feed(event::cancel_retry_due);
     }
-    if (callers_->silent_for_wait(began)) {
-      return no_answer("no answer from the server to a keepalive within one period");
-    }
-    // A deadline past what lock_timeout can hold is ended by a cancel, as a stop.
-    if (!stopped_at && timeout_ms == 0 && now >= request.deadline) {
-      stopped_at = now;
-      next_cancel = now;
-    }
-    if (now >= next_cancel) send_cancel_now();
-    auto wake_at = std::min({now + silence_check, give_up_at, next_cancel});
-    if (timeout_ms == 0) wake_at = std::min(wake_at, request.deadline);
+    if (io.reported) break;
+    auto wake_at = std::min({now + silence_check, io.answer_due, io.next_cancel});
+    if (now < request.deadline) wake_at = std::min(wake_at, request.deadline);
 
     pollfd fds[2] = {{PQsocket(conn), static_cast<short>(flushed > 0 ? POLLOUT : POLLIN), 0},
                      {woken_by_stop, POLLIN, 0}};
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(wake_at - now).count();
     const int ready = ::poll(fds, 2, static_cast<int>(std::max<long long>(left, 0)));
     if (ready < 0 && errno != EINTR) {
-      r = broken_connection(conn);
-      break;
+      io.r = broken_connection(conn);
+      io.feed(event::connection_lost);
+      continue;
     }
     if (ready <= 0) continue;
-    // At the deadline the server's lock_timeout ends the wait by itself.
     if (fds[1].revents != 0) {
       std::uint64_t wakeups = 0;  // read, so that give_up wakes the wait again
       [[maybe_unused]] const auto read = ::read(woken_by_stop, &wakeups, sizeof wakeups);
-      if (const auto at = clock_type::now(); !stopped_at && stop.stop_requested() &&
-                                             at < request.deadline) {
-        stopped_at = at;
-        send_cancel_now();
+      if (stop.stop_requested()) {
+        io.feed(clock_type::now() < request.deadline ? event::stop : event::deadline);
       }
     }
     if ((fds[0].revents & (POLLIN | POLLERR | POLLHUP)) != 0 && !PQconsumeInput(conn)) {
-      r = broken_connection(conn);
-      break;
+      io.r = broken_connection(conn);
+      io.feed(event::connection_lost);
     }
   }
+  if (io.error) std::rethrow_exception(io.error);
+  return std::move(io.granted);
+}
 
-  if (cancel_sent || (stopped_at && r.connection_broken)) {
-    // The cancel may land after this statement ended, on whatever the session runs next, and
-    // a grant may have won the race: ending the session settles both.
-    callers_->give_up(session);
-    return nullptr;
+// Sends the wait, after the row that shows its owner waiting where owners are kept; false,
+// with why in `broken`, when the session broke.
+bool postgres_backend::send_caller_wait(const acquire_request& request, const advisory_key& key,
+                                        PGconn* conn, long long timeout_ms, query_result& broken) {
+  // On its own, so that the waiter's row is seen while it waits; its failure (the table
+  // cannot be written) only leaves the waiter's owner unseen.
+  if (auto waiting = record_waiting_sql(request, key, owners_); !waiting.empty()) {
+    query_result r =
+        send_blocking(conn, endpoint_, waiting, {},
+                      clock_type::now() + std::min(options_.connect_timeout, options_.keepalive));
+    if (r.connection_broken) {
+      broken = std::move(r);
+      return false;
+    }
   }
-  if (r.ok()) {
-    return grant_on_caller_session(request, key, session, "0",
-                                   std::stoull(r.value(1).value_or("0")));
+  const std::string sql = record_grant_sql(wait_sql(request, key, timeout_ms, token_expression_),
+                                           request, key, owners_);
+  if (!PQsendQuery(conn, sql.c_str())) {
+    broken = broken_connection(conn);
+    return false;
   }
-  if (r.sqlstate == "55P03" || r.sqlstate == "57014") {
-    return release_granted_in_race(request, key, session);
-  }
-  return fail(r);
+  return true;
 }
 
 // The grant can come between the timeout (or a cancel not ours) and the error reaching us; a
-// session-level lock survives the failed statement, so look for it and let it go.
-std::unique_ptr<lease> postgres_backend::release_granted_in_race(
-    const acquire_request& request, const advisory_key& key,
-    const caller_sessions::session_ptr& session) {
-  const query_result r = send_blocking(
-      session->conn, endpoint_,
-      joined(unlock_if_held_sql(request, key), forget_grant_sql(request, key, "0", owners_)), {},
-      clock_type::now() + std::min(options_.connect_timeout, options_.keepalive));
-  if (r.ok()) {
-    callers_->check_in(session);
-  } else {
-    callers_->give_up(session);  // it may hold the lock: ending it frees it
-  }
-  return nullptr;
+// session-level lock survives the failed statement, so look for it and let it go. True when
+// the session is clean.
+bool postgres_backend::give_back_granted_in_race(const acquire_request& request,
+                                                 const advisory_key& key,
+                                                 const caller_sessions::session_ptr& session) {
+  return send_blocking(
+             session->conn, endpoint_,
+             joined(unlock_if_held_sql(request, key), forget_grant_sql(request, key, "0", owners_)),
+             {}, clock_type::now() + std::min(options_.connect_timeout, options_.keepalive))
+      .ok();
 }
 
 }  // namespace dlock::postgres::detail
