@@ -21,7 +21,6 @@
 
 #include <array>
 #include <chrono>
-#include <cstddef>
 #include <optional>
 #include <string_view>
 
