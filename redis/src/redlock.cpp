@@ -6,6 +6,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "eval.hpp"
+#include "quorum_count.hpp"
 #include "sentinel_master.hpp"
 #include "tls_client.hpp"
 
@@ -19,28 +20,19 @@ using clock = std::chrono::steady_clock;
 struct fan_out {
   fan_out(std::size_t nodes, quorum_rule rule, fan_out_handler done)
       : results(nodes, command_result{.failure = std::string(no_reply_yet)}),
-        pending(nodes),
-        rule(rule),
+        count(nodes, rule.need),
+        counts(rule.counts),
         done(std::move(done)) {}
   std::vector<command_result> results;
-  std::size_t pending;
-  std::size_t counted = 0;   ///< answers that count toward the rule's need
-  std::size_t answered = 0;  ///< replies of any kind
-  quorum_rule rule;
+  quorum_count count;
+  bool (*counts)(const command_result&);
   fan_out_handler done;  ///< empty once settled
 
   void answer(std::size_t i, command_result result) {
-    --pending;
-    if (!done) return;  // settled without this node
-    counted += rule.counts(result) ? 1 : 0;
-    answered += result.failure ? 0 : 1;
+    if (count.decided()) return;  // settled without this node
+    const bool decides = count.decides(counts(result), !result.failure);
     results[i] = std::move(result);
-    const std::size_t need = rule.need;
-    const bool out_of_reach = counted + pending < need;
-    // "Taken" and "unreachable" are different outcomes: when the need is out of reach, the
-    // fan-out still waits until it is known whether a quorum replied at all.
-    const bool replies_known = answered >= need || answered + pending < need;
-    if (counted >= need || (out_of_reach && replies_known)) {
+    if (decides) {
       auto settle = std::move(done);
       done = fan_out_handler{};
       settle(std::move(results));

@@ -46,7 +46,7 @@ using fan_out_handler = dlock::detail::unique_function<void(std::vector<command_
 /// answered by then (silent: paused, partitioned) adds no time. It appears in the results as
 /// the failure no_reply_yet, and its late answer is dropped: whoever settled without it must
 /// give back what it may still grant (node_set::give_back, sent on the same connection, so
-/// behind it).
+/// behind it). quorum_count.hpp decides it.
 struct quorum_rule {
   std::size_t need;
   bool (*counts)(const command_result&);
