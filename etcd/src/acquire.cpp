@@ -31,35 +31,15 @@ pb::RangeRequest queue_listing(const std::string& queue) {
 
 }  // namespace
 
-std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<etcd_backend> backend,
-                                                 acquire_request request, acquire_completion done) {
-  auto op = std::make_shared<etcd_acquire>(std::move(backend), std::move(request), std::move(done));
-  op->start();
-  return op;
-}
-
 etcd_acquire::etcd_acquire(std::shared_ptr<etcd_backend> backend, acquire_request request,
                            acquire_completion done)
-    : backend_(std::move(backend)),
+    : queue_recipe_operation(backend->executor()),
+      retry_timer_(executor_),
+      backend_(std::move(backend)),
       request_(std::move(request)),
       done_(std::move(done)),
-      executor_(backend_->executor()),
-      retry_timer_(executor_),
       queue_(backend_->queue_of(request_.kind, request_.name)),
       value_(contender_value(request_)) {}
-
-void etcd_acquire::start() {
-  boost::asio::post(executor_, [self = shared_from_this()] {
-    // A withdrawal may have come first (then the recipe is done).
-    if (self->recipe_.current() == queue_recipe::phase::idle) {
-      self->recipe_.start(self->request_.wait);
-    }
-  });
-}
-
-void etcd_acquire::cancel() noexcept {
-  boost::asio::post(executor_, [self = shared_from_this()] { self->recipe_.feed(event::withdraw); });
-}
 
 void etcd_acquire::queue_key() {
   // A key reserved already (queued again, or a lost answer that may have created it): claim()

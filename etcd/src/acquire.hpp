@@ -13,46 +13,26 @@
 #include <string>
 #include <utility>
 
-#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <dlock/core/backend/backend.hpp>
-#include <dlock/core/backend/queue_recipe.hpp>
+#include <dlock/core/backend/queue_recipe_operation.hpp>
 
+#include "backend.hpp"
 #include "client.hpp"
 #include "key_layout.hpp"
 #include "watcher.hpp"
 
 namespace dlock::etcd::detail {
 
-class etcd_backend;
-
-/// Starts the acquire of `request`; `done` runs once on the io thread.
-std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<etcd_backend> backend,
-                                                 acquire_request request,
-                                                 acquire_completion done);
-
 /// etcd's side of a queue_recipe (dlock/core/backend/queue_recipe.hpp), which says when to
-/// queue, list, watch, withdraw and report. Runs on the io thread only; cancel() posts there.
-class etcd_acquire final : public acquire_operation,
-                           private queue_recipe::steps,
-                           public std::enable_shared_from_this<etcd_acquire> {
+/// queue, list, watch, withdraw and report. Runs on the io thread only.
+class etcd_acquire final : public queue_recipe_operation<etcd_acquire> {
  public:
   etcd_acquire(std::shared_ptr<etcd_backend> backend, acquire_request request,
                acquire_completion done);
 
-  void start();
-  void cancel() noexcept override;
-
  private:
-  using event = queue_recipe::event;
-
-  // The continuation of a call (a gRPC answer, the lease, the retry timer).
-  template <class Step>
-  auto step(Step next) {
-    return recipe_.step(shared_from_this(), std::move(next));
-  }
-
   /// Gets the provider's lease, then claims a key with it.
   void begin();
   void queue_key() override;
@@ -82,12 +62,10 @@ class etcd_acquire final : public acquire_operation,
   /// done: as in core, the caller, not this op, holds the last reference to the backend.
   void end();
 
+  boost::asio::steady_timer retry_timer_;
   std::shared_ptr<etcd_backend> backend_;
   acquire_request request_;
   acquire_completion done_;
-  boost::asio::any_io_executor executor_;
-  boost::asio::steady_timer retry_timer_;
-  queue_recipe recipe_{*this};
   std::string queue_;
   std::string value_;
   std::int64_t lease_id_ = 0;

@@ -14,20 +14,12 @@
 
 namespace dlock::zookeeper::detail {
 
-std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<zookeeper_backend> backend,
-                                                 acquire_request request, acquire_completion done) {
-  auto op =
-      std::make_shared<zookeeper_acquire>(std::move(backend), std::move(request), std::move(done));
-  op->start();
-  return op;
-}
-
 zookeeper_acquire::zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend,
                                      acquire_request request, acquire_completion done)
-    : backend_(std::move(backend)),
+    : queue_recipe_operation(backend->executor()),
+      backend_(std::move(backend)),
       request_(std::move(request)),
-      done_(std::move(done)),
-      executor_(backend_->executor()) {
+      done_(std::move(done)) {
   const std::string node = backend_->node_of(request_.name);
   if (request_.kind == primitive::semaphore) {
     stages_.push_back({node + "/locks", lock_marker});
@@ -43,20 +35,6 @@ zookeeper_acquire::zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend,
   } else {
     stages_.push_back({node, lock_marker});
   }
-}
-
-void zookeeper_acquire::start() {
-  boost::asio::post(executor_, [self = shared_from_this()] {
-    // A withdrawal may have come first (then the recipe is done).
-    if (self->recipe_.current() == queue_recipe::phase::idle) {
-      self->recipe_.start(self->request_.wait);
-    }
-  });
-}
-
-void zookeeper_acquire::cancel() noexcept {
-  boost::asio::post(executor_,
-                    [self = shared_from_this()] { self->recipe_.feed(event::withdraw); });
 }
 
 zk_session& zookeeper_acquire::session() { return backend_->session(); }

@@ -15,11 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
-
 #include <dlock/core/backend/backend.hpp>
-#include <dlock/core/backend/queue_recipe.hpp>
+#include <dlock/core/backend/queue_recipe_operation.hpp>
 
 #include "completion_routes.hpp"
 #include "held_watch.hpp"
@@ -29,29 +26,17 @@ namespace dlock::zookeeper::detail {
 
 class zookeeper_backend;
 
-/// Starts the acquire of `request`; `done` runs once on the io thread.
-std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<zookeeper_backend> backend,
-                                                 acquire_request request,
-                                                 acquire_completion done);
-
 /// ZooKeeper's side of a queue_recipe (dlock/core/backend/queue_recipe.hpp), which says when to
 /// queue, list, watch, withdraw and report. What stays here is ZooKeeper's own: a node found
 /// again after a create's answer was lost, the parents made on demand, a semaphore's two
 /// stages, and the creates of unknown outcome handed to the session when the acquire ends.
-/// Runs on the io thread only; cancel() posts there.
-class zookeeper_acquire final : public acquire_operation,
-                                private queue_recipe::steps,
-                                public std::enable_shared_from_this<zookeeper_acquire> {
+/// Runs on the io thread only.
+class zookeeper_acquire final : public queue_recipe_operation<zookeeper_acquire> {
  public:
   zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend, acquire_request request,
                     acquire_completion done);
 
-  void start();
-  void cancel() noexcept override;
-
  private:
-  using event = queue_recipe::event;
-
   struct stage {
     std::string parent;
     std::string_view marker;
@@ -69,12 +54,6 @@ class zookeeper_acquire final : public acquire_operation,
   std::string node_data() const;
   bool leases_stage() const { return request_.kind == primitive::semaphore && stage_index_ == 1; }
 
-  // The continuation of a call, run while its answer still counts. A create's answer is noted
-  // first in any case (note_created): a withdrawal deletes the node it made.
-  template <class Step>
-  auto step(Step next) {
-    return recipe_.step(shared_from_this(), std::move(next));
-  }
   /// Waits for the session's connection; a failure to connect ends the acquire.
   template <class Step>
   void when_connected(Step next) {
@@ -151,8 +130,6 @@ class zookeeper_acquire final : public acquire_operation,
   std::shared_ptr<zookeeper_backend> backend_;
   acquire_request request_;
   acquire_completion done_;
-  boost::asio::any_io_executor executor_;
-  queue_recipe recipe_{*this};
   std::vector<stage> stages_;
   std::size_t stage_index_ = 0;
   std::uint64_t watch_id_ = 0;
