@@ -1,7 +1,6 @@
 // The phases of one acquire (see acquire_machine.hpp).
 #include "acquire_machine.hpp"
 
-#include <algorithm>
 #include <stdexcept>
 
 namespace dlock::detail {
@@ -9,10 +8,6 @@ namespace dlock::detail {
 using phase = acquire_machine::phase;
 using event = acquire_machine::event;
 using action = acquire_machine::action;
-
-bool acquire_machine::actions::contains(action a) const {
-  return std::find(begin(), end(), a) != end();
-}
 
 acquire_machine::actions acquire_machine::start(bool waits, bool stopped) {
   if (phase_ != phase::idle) throw std::logic_error("dlock: an acquire started twice");

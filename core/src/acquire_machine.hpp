@@ -18,6 +18,8 @@
 #include <cstddef>
 #include <string_view>
 
+#include <dlock/core/backend/action_list.hpp>
+
 namespace dlock::detail {
 
 /// How long a stopped acquire waits for its backend to confirm the withdrawal before the caller
@@ -71,18 +73,7 @@ class acquire_machine {
   };
 
   /// What one event asks for, in order. At most four actions follow from one event.
-  class actions {
-   public:
-    void push(action a) { items_[size_++] = a; }
-    const action* begin() const { return items_.data(); }
-    const action* end() const { return items_.data() + size_; }
-    std::size_t size() const { return size_; }
-    bool contains(action a) const;
-
-   private:
-    std::array<action, 4> items_{};
-    std::size_t size_ = 0;
-  };
+  using actions = action_list<action, 4>;
 
   /// Begins, once: `waits` queues at the local gate first (a zero timeout makes one attempt
   /// and skips the gate); `stopped` is a stop requested before the start.

@@ -31,43 +31,29 @@ pb::RangeRequest queue_listing(const std::string& queue) {
 
 }  // namespace
 
-std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<etcd_backend> backend,
-                                                 acquire_request request, acquire_completion done) {
-  auto op = std::make_shared<etcd_acquire>(std::move(backend), std::move(request), std::move(done));
-  op->start();
-  return op;
-}
-
 etcd_acquire::etcd_acquire(std::shared_ptr<etcd_backend> backend, acquire_request request,
                            acquire_completion done)
-    : backend_(std::move(backend)),
+    : queue_recipe_operation(backend->executor()),
+      retry_timer_(executor_),
+      backend_(std::move(backend)),
       request_(std::move(request)),
       done_(std::move(done)),
-      executor_(backend_->executor()),
-      retry_timer_(executor_),
       queue_(backend_->queue_of(request_.kind, request_.name)),
       value_(contender_value(request_)) {}
 
-void etcd_acquire::start() {
-  boost::asio::post(executor_, [self = shared_from_this()] { self->begin(); });
-}
-
-void etcd_acquire::cancel() noexcept {
-  boost::asio::post(executor_, [self = shared_from_this()] { self->on_cancel(); });
+void etcd_acquire::queue_key() {
+  // A key reserved already (queued again, or a lost answer that may have created it): claim()
+  // finds and keeps it.
+  if (key_.empty()) return begin();
+  claim();
 }
 
 void etcd_acquire::begin() {
-  if (phase_ == phase::finished) return;
-  if (withdrawing()) return withdraw();
-  ++calls_out_;
-  backend_->keeper().with_lease([self = shared_from_this()](std::exception_ptr error,
-                                                             std::int64_t lease_id) {
-    --self->calls_out_;
-    if (self->phase_ == phase::finished) return;
-    if (self->withdrawing()) return self->withdraw();
-    if (error) return self->fail(error);
-    self->on_lease(lease_id);
-  });
+  backend_->keeper().with_lease(
+      step([](etcd_acquire& self, std::exception_ptr error, std::int64_t lease_id) {
+        if (error) return self.fail(error);
+        self.on_lease(lease_id);
+      }));
 }
 
 void etcd_acquire::on_lease(std::int64_t lease_id) {
@@ -75,7 +61,9 @@ void etcd_acquire::on_lease(std::int64_t lease_id) {
   listener_ = backend_->keeper().listen(lease_id, [self = shared_from_this()](
                                                       std::exception_ptr error) {
     self->listener_ = 0;
-    if (self->phase_ == phase::queueing) self->fail(error);
+    if (!self->recipe_.queueing()) return;
+    self->error_ = std::move(error);
+    self->recipe_.feed(event::connection_lost);
   });
   key_ = backend_->reserve_key(queue_, lease_id);
   claim();
@@ -98,12 +86,12 @@ void etcd_acquire::claim() {
   txn.add_failure()->mutable_request_range()->set_key(key_);
   *txn.add_failure()->mutable_request_range() = queue_listing(queue_);
   const bool sent_before = std::exchange(claim_sent_, true);
-  backend_->client().txn(
-      std::move(txn), step<pb::TxnResponse>([sent_before](etcd_acquire& self, grpc::Status status,
-                                                          pb::TxnResponse response) {
-        if (!status.ok()) return self.on_call_failed(status, "queueing");
-        self.on_claimed(response, sent_before);
-      }));
+  backend_->client().txn(std::move(txn), step([sent_before](etcd_acquire& self,
+                                                            grpc::Status status,
+                                                            pb::TxnResponse response) {
+                           if (!status.ok()) return self.on_call_failed(status, "queueing");
+                           self.on_claimed(response, sent_before);
+                         }));
 }
 
 void etcd_acquire::on_claimed(const pb::TxnResponse& response, bool sent_before) {
@@ -128,20 +116,18 @@ void etcd_acquire::on_claimed(const pb::TxnResponse& response, bool sent_before)
   }
   pb::DeleteRangeRequest remove;
   remove.set_key(key_);
-  backend_->client().remove(std::move(remove),
-                            step<pb::DeleteRangeResponse>([](etcd_acquire& self,
-                                                             grpc::Status status,
-                                                             pb::DeleteRangeResponse) {
+  backend_->client().remove(std::move(remove), step([](etcd_acquire& self, grpc::Status status,
+                                                       pb::DeleteRangeResponse) {
                               if (!status.ok()) return self.on_call_failed(status, "cleaning up");
                               self.claim_sent_ = false;
                               self.claim();
                             }));
 }
 
-void etcd_acquire::list() {
+void etcd_acquire::list_queue() {
   backend_->client().range(queue_listing(queue_),
-                           step<pb::RangeResponse>([](etcd_acquire& self, grpc::Status status,
-                                                      pb::RangeResponse response) {
+                           step([](etcd_acquire& self, grpc::Status status,
+                                   pb::RangeResponse response) {
                              if (!status.ok()) return self.on_call_failed(status, "listing");
                              self.judge(response.header().revision(), response.kvs());
                            }));
@@ -152,27 +138,32 @@ void etcd_acquire::judge(std::int64_t revision,
   std::vector<contender> queue;
   queue.reserve(static_cast<std::size_t>(kvs.size()));
   for (const auto& kv : kvs) queue.push_back({kv.key(), kv.value(), kv.create_revision()});
-  const verdict next = queue_verdict(request_, key_, queue);
+  verdict next = queue_verdict(request_, key_, queue);
   if (next.other_max_count) {
     return fail(std::make_exception_ptr(backend_->max_count_mismatch(
         request_, *next.other_max_count, "in the values of the keys under " + queue_)));
   }
   switch (next.next) {
     case verdict::action::grant:
-      return grant();
+      return recipe_.feed(event::first_in_queue);
     case verdict::action::requeue:
-      return claim();  // our key was deleted behind our back
+      return recipe_.feed(event::own_key_gone);  // our key was deleted behind our back
     case verdict::action::wait_for_key:
     case verdict::action::wait_for_any:
       break;
   }
-  if (!request_.wait) return withdraw();
+  blocker_ = std::move(next);
+  listed_at_ = revision;
+  recipe_.feed(event::someone_in_front);
+}
+
+void etcd_acquire::watch_predecessor() {
   note_waiting();
-  if (next.next == verdict::action::wait_for_key) {
-    return wait_for_key(next.key, next.key_revision, revision);
+  if (blocker_.next == verdict::action::wait_for_key) {
+    return wait_for_key(blocker_.key, blocker_.key_revision, listed_at_);
   }
   // Any delete in the queue may admit a semaphore contender: watch it all from the listing on.
-  watch_ = backend_->watches().watch(queue_, prefix_end(queue_), revision + 1,
+  watch_ = backend_->watches().watch(queue_, prefix_end(queue_), listed_at_ + 1,
                                      [self = shared_from_this()](watch_event) {
                                        self->on_blocker_event();
                                      });
@@ -189,38 +180,34 @@ void etcd_acquire::wait_for_key(const std::string& key, std::int64_t key_revisio
       key, {}, 0,
       [self](watch_event) { self->on_blocker_event(); },
       [self, key, key_revision, listed_at, wait](std::int64_t watched_from) {
-        if (watched_from == listed_at || self->phase_ != phase::queueing) return;
+        if (watched_from == listed_at || !self->recipe_.queueing()) return;
         pb::RangeRequest read;
         read.set_key(key);
         self->backend_->client().range(
-            std::move(read), self->step<pb::RangeResponse>(
-                                 [key_revision, wait](
-                                     etcd_acquire& me, grpc::Status status,
-                                     pb::RangeResponse response) {
-                                   // Still there, the very key: the watch sees its delete.
-                                   if (!status.ok()) return;
-                                   if (response.kvs_size() > 0 &&
-                                       response.kvs(0).create_revision() == key_revision) {
-                                     return;
-                                   }
-                                   // This wait ended meanwhile (its watch fired): nothing to do.
-                                   if (me.waits_ != wait || me.watch_ == 0) return;
-                                   // Deleted before the watch began: as if the watch saw it.
-                                   me.backend_->watches().cancel(me.watch_);
-                                   me.on_blocker_event();
-                                 }));
+            std::move(read),
+            self->step([key_revision, wait](etcd_acquire& me, grpc::Status status,
+                                            pb::RangeResponse response) {
+              // Still there, the very key: the watch sees its delete.
+              if (!status.ok()) return;
+              if (response.kvs_size() > 0 && response.kvs(0).create_revision() == key_revision) {
+                return;
+              }
+              // This wait ended meanwhile (its watch fired): nothing to do.
+              if (me.waits_ != wait || me.watch_ == 0) return;
+              // Deleted before the watch began: as if the watch saw it.
+              me.backend_->watches().cancel(me.watch_);
+              me.on_blocker_event();
+            }));
       });
 }
 
 void etcd_acquire::on_blocker_event() {
   watch_ = 0;
-  if (phase_ == phase::finished) return;
-  if (withdrawing()) return withdraw();
   // Even when the blocker was the only key ahead, the queue is read again before a grant: our
   // own key may be gone too (its lease expired while this process was paused or cut off), and
   // a grant on it would hand out its old create revision after a newer holder's, a fencing
   // token going back. concurrency.Mutex checks its key the same way after its wait.
-  list();
+  recipe_.feed(event::predecessor_gone);
 }
 
 void etcd_acquire::note_waiting() {
@@ -248,16 +235,9 @@ void etcd_acquire::on_call_failed(const grpc::Status& status, std::string_view c
 }
 
 void etcd_acquire::retry_later() {
-  ++calls_out_;
   retry_timer_.expires_after(retry_delay);
-  retry_timer_.async_wait([self = shared_from_this()](boost::system::error_code) {
-    --self->calls_out_;
-    if (self->phase_ == phase::finished) return;
-    if (self->withdrawing()) return self->withdraw();
-    // A lost answer may have created our key: claim() finds and keeps it.
-    if (self->key_.empty()) return self->begin();
-    self->claim();
-  });
+  retry_timer_.async_wait(
+      step([](etcd_acquire& self, boost::system::error_code) { self.queue_key(); }));
 }
 
 void etcd_acquire::stop_listening() {
@@ -266,6 +246,24 @@ void etcd_acquire::stop_listening() {
 }
 
 void etcd_acquire::fail(std::exception_ptr error) {
+  error_ = std::move(error);
+  recipe_.feed(event::failed);
+}
+
+void etcd_acquire::delete_own_key() {
+  stop_listening();
+  if (key_.empty()) return recipe_.feed(event::key_deleted);
+  const std::string key = std::exchange(key_, {});
+  if (!claim_sent_) {
+    backend_->unreserve(key);
+    return recipe_.feed(event::key_deleted);
+  }
+  backend_->delete_key(key, lease_id_, [self = shared_from_this()](grpc::Status) {
+    self->recipe_.feed(event::key_deleted);
+  });
+}
+
+void etcd_acquire::abandon_own_key() {
   stop_listening();
   if (!key_.empty()) {
     if (claim_sent_) {
@@ -275,49 +273,26 @@ void etcd_acquire::fail(std::exception_ptr error) {
     }
     key_.clear();
   }
-  finish(std::move(error), nullptr);
+  if (recipe_.done()) end();
 }
 
-void etcd_acquire::on_cancel() {
-  if (phase_ == phase::finished) return;
-  if (phase_ == phase::queueing) phase_ = phase::withdrawing;
-  // A call out (it may be creating our key) withdraws when it answers, which takes up to a
-  // call's deadline when the cluster stalls; core answers a stopped caller meanwhile.
-  if (calls_out_ == 0) withdraw();
-}
-
-void etcd_acquire::withdraw() {
-  if (std::exchange(withdrawn_, true)) return;
-  stop_listening();
-  if (key_.empty()) return finish(nullptr, nullptr);
-  const std::string key = std::exchange(key_, {});
-  if (!claim_sent_) {
-    backend_->unreserve(key);
-    return finish(nullptr, nullptr);
+void etcd_acquire::report(queue_recipe::outcome how) {
+  std::unique_ptr<lease> granted;
+  if (how == queue_recipe::outcome::granted) {
+    granted = std::make_unique<etcd_lease>(backend_, std::exchange(key_, {}), request_.name,
+                                           lease_id_, own_revision_);
   }
-  backend_->delete_key(key, lease_id_, [self = shared_from_this()](grpc::Status) {
-    if (self->phase_ != phase::finished) self->finish(nullptr, nullptr);
-  });
-}
-
-void etcd_acquire::grant() {
-  stop_listening();
-  auto granted = std::make_unique<etcd_lease>(backend_, std::exchange(key_, {}), request_.name,
-                                              lease_id_, own_revision_);
-  finish(nullptr, std::move(granted));
-}
-
-void etcd_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
-  phase_ = phase::finished;
-  retry_timer_.cancel();
-  // As in core: let the caller, not this op, hold the last reference to the backend.
-  backend_.reset();
-  report(std::move(error), std::move(granted));
-}
-
-void etcd_acquire::report(std::exception_ptr error, std::unique_ptr<lease> granted) {
+  if (backend_) stop_listening();
+  if (recipe_.done()) end();
   auto done = std::move(done_);
-  done(std::move(error), std::move(granted));
+  done(how == queue_recipe::outcome::failed ? error_ : nullptr, std::move(granted));
+}
+
+void etcd_acquire::end() {
+  if (std::exchange(ended_, true)) return;
+  stop_listening();
+  retry_timer_.cancel();
+  backend_.reset();
 }
 
 }  // namespace dlock::etcd::detail

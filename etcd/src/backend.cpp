@@ -58,7 +58,7 @@ std::string etcd_backend::queue_of(primitive kind, std::string_view name) const 
 
 std::shared_ptr<acquire_operation> etcd_backend::start_acquire(acquire_request request,
                                                                acquire_completion done) {
-  return detail::start_acquire(shared_from_this(), std::move(request), std::move(done));
+  return etcd_acquire::launch(shared_from_this(), std::move(request), std::move(done));
 }
 
 std::string etcd_backend::reserve_key(const std::string& queue, std::int64_t lease_id) {

@@ -1,5 +1,6 @@
-// What a phase machine's event asked for, as a vector to compare and as text to print: for
-// the unit tests of core's machines (acquire_machine_test.cpp, queue_recipe_machine_test.cpp).
+// What a phase machine's event asked for, as a vector to compare and as text to print, and a
+// row of its table: for the unit tests of core's machines (acquire_machine_test.cpp,
+// queue_recipe_machine_test.cpp).
 #pragma once
 
 #include <string>
@@ -25,5 +26,12 @@ std::string describe(const std::vector<Action>& actions) {
   }
   return text + "}";
 }
+
+/// One row of a machine's table: what an event asks for, and the phase it leaves.
+template <class Action, class Phase>
+struct outcome {
+  std::vector<Action> actions;
+  Phase next;
+};
 
 }  // namespace support

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "machine_actions.hpp"
+
 #include "acquire_machine.hpp"
 
 namespace {
@@ -21,18 +23,9 @@ using phase = acquire_machine::phase;
 using event = acquire_machine::event;
 using action = acquire_machine::action;
 
-std::vector<action> list(const acquire_machine::actions& actions) {
-  return {actions.begin(), actions.end()};
-}
-
-std::string describe(const std::vector<action>& actions) {
-  std::string text = "{";
-  for (const auto a : actions) {
-    if (text.size() > 1) text += ", ";
-    text += dlock::detail::name_of(a);
-  }
-  return text + "}";
-}
+using support::describe;
+using support::list;
+using outcome = support::outcome<action, phase>;
 
 // A machine brought into `p` by the usual road; where it has the local gate, it holds it.
 acquire_machine machine_in(phase p) {
@@ -51,11 +44,6 @@ acquire_machine machine_in(phase p) {
   m.on(event::grace_elapsed);
   return m;
 }
-
-struct outcome {
-  std::vector<action> actions;
-  phase next;
-};
 
 // What each event does in each phase: the whole table, stated once.
 std::map<std::pair<phase, event>, outcome> expected_table() {

@@ -14,20 +14,12 @@
 
 namespace dlock::zookeeper::detail {
 
-std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<zookeeper_backend> backend,
-                                                 acquire_request request, acquire_completion done) {
-  auto op =
-      std::make_shared<zookeeper_acquire>(std::move(backend), std::move(request), std::move(done));
-  op->start();
-  return op;
-}
-
 zookeeper_acquire::zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend,
                                      acquire_request request, acquire_completion done)
-    : backend_(std::move(backend)),
+    : queue_recipe_operation(backend->executor()),
+      backend_(std::move(backend)),
       request_(std::move(request)),
-      done_(std::move(done)),
-      executor_(backend_->executor()) {
+      done_(std::move(done)) {
   const std::string node = backend_->node_of(request_.name);
   if (request_.kind == primitive::semaphore) {
     stages_.push_back({node + "/locks", lock_marker});
@@ -45,14 +37,6 @@ zookeeper_acquire::zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend,
   }
 }
 
-void zookeeper_acquire::start() {
-  boost::asio::post(executor_, [self = shared_from_this()] { self->begin(); });
-}
-
-void zookeeper_acquire::cancel() noexcept {
-  boost::asio::post(executor_, [self = shared_from_this()] { self->on_cancel(); });
-}
-
 zk_session& zookeeper_acquire::session() { return backend_->session(); }
 
 std::string zookeeper_acquire::node_data() const {
@@ -63,14 +47,12 @@ std::string zookeeper_acquire::node_data() const {
 
 zk_handler zookeeper_acquire::wake() {
   return [self = shared_from_this()](zk_reply event) {
-    if (self->phase_ == phase::finished) return;
+    if (self->recipe_.done()) return;
     self->on_watch_event(event);
   };
 }
 
-void zookeeper_acquire::begin() {
-  if (phase_ == phase::finished) return;
-  if (withdrawing()) return abandon();
+void zookeeper_acquire::queue_key() {
   if (unreachable_id_ == 0) {
     unreachable_id_ = session().when_unreachable([self = shared_from_this()](
                                                      std::exception_ptr error) {
@@ -95,14 +77,18 @@ void zookeeper_acquire::create_own() {
 }
 
 void zookeeper_acquire::send_create() {
-  session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
-    if (error) return self.fail(error);
-    if (self.withdrawing()) return self.abandon();
+  when_connected([](zookeeper_acquire& self) {
     stage& s = self.current();
     s.create_unknown = true;
     const std::string path = s.parent + "/" + s.prefix + std::string(s.marker);
-    auto created =
+    auto answer =
         self.step([](zookeeper_acquire& me, zk_reply reply) { me.on_created(std::move(reply)); });
+    // Noted even when the answer no longer counts: a withdrawal deletes the node it made.
+    auto created = [op = self.shared_from_this(), answer = std::move(answer)](
+                       zk_reply reply) mutable {
+      if (!op->recipe_.done()) op->note_created(reply);
+      answer(std::move(reply));
+    };
     if (self.leases_stage()) return self.session().create(path, true, created, self.node_data());
     // Pipelined: the server runs a session's requests in order, so this listing already
     // shows the node the create makes, and the grant costs one round trip less. The two
@@ -117,21 +103,24 @@ void zookeeper_acquire::send_create() {
         }));
     self.session().create(path, true, std::move(create_answer), self.node_data(), true);
     self.session().get_children(s.parent, std::move(listing_answer), nullptr, nullptr, true);
-  }));
+  });
 }
 
-void zookeeper_acquire::on_created(zk_reply reply) {
+void zookeeper_acquire::note_created(const zk_reply& reply) {
   stage& s = current();
   // A create cut off by the connection may still have happened: find_own() settles it.
   s.create_unknown = is_connection_loss(reply.rc);
+  if (reply.rc != ZOK) return;
+  s.node = reply.path;
+  s.czxid = reply.czxid;
+}
+
+void zookeeper_acquire::on_created(zk_reply reply) {
+  const stage& s = current();
   if (reply.rc == ZOK) {
-    s.node = std::move(reply.path);
-    s.czxid = reply.czxid;
     if (pipelined_listing_ == attempt_ && pipelined_listing_ != 0) return;  // it follows
-    if (withdrawing()) return abandon();
     return after_create();
   }
-  if (withdrawing() && calls_out_ == 0 && !is_connection_loss(reply.rc)) return abandon();
   if (reply.rc == ZNONODE) {
     // dlock records a semaphore's max_count as the data of its leases node.
     return session().ensure_path(s.parent, step([](zookeeper_acquire& self, zk_reply made) {
@@ -149,8 +138,7 @@ void zookeeper_acquire::on_created(zk_reply reply) {
 }
 
 void zookeeper_acquire::find_own() {
-  session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
-    if (error) return self.fail(error);
+  when_connected([](zookeeper_acquire& self) {
     self.session().get_children(
         self.current().parent, self.step([](zookeeper_acquire& me, zk_reply reply) {
           if (is_connection_loss(reply.rc)) return me.find_own();
@@ -166,20 +154,15 @@ void zookeeper_acquire::find_own() {
           me.session().exists(s.node, me.step([](zookeeper_acquire& op, zk_reply found) {
             if (found.rc != ZOK) return op.on_call_failed(found.rc, "find");
             op.current().czxid = found.czxid;
-            if (op.withdrawing()) return op.abandon();
             op.after_create();
           }));
         }));
-  }));
+  });
 }
 
 void zookeeper_acquire::on_pipelined_listing(std::uint64_t attempt, zk_reply reply) {
   if (attempt != attempt_) return;
   pipelined_listing_ = 0;
-  if (withdrawing()) {
-    if (calls_out_ == 0) abandon();
-    return;
-  }
   // The create failed (its own answer deals with that) or is still out (refused listing:
   // the create's answer lists again).
   if (current().node.empty()) return;
@@ -191,6 +174,11 @@ void zookeeper_acquire::after_create() {
   check_queue();
 }
 
+void zookeeper_acquire::list_queue() {
+  if (leases_stage()) return check_leases();
+  check_queue();
+}
+
 void zookeeper_acquire::check_queue() {
   session().get_children(current().parent, step([](zookeeper_acquire& self, zk_reply reply) {
                            self.on_queue(std::move(reply));
@@ -198,7 +186,6 @@ void zookeeper_acquire::check_queue() {
 }
 
 void zookeeper_acquire::on_queue(zk_reply reply) {
-  if (withdrawing()) return abandon();
   if (reply.rc != ZOK) return on_call_failed(reply.rc, "list");
   const stage& s = current();
   const std::string own = basename_of(s.node);
@@ -207,7 +194,7 @@ void zookeeper_acquire::on_queue(zk_reply reply) {
   auto ours =
       std::find_if(queue.begin(), queue.end(), [&](const queued_node& n) { return n.name == own; });
   // Our node is gone (deleted by someone, or its session expired): queue again.
-  if (ours == queue.end()) return begin();
+  if (ours == queue.end()) return recipe_.feed(event::own_key_gone);
   std::optional<std::string> predecessor;
   int blockers = 0;  // the nodes before ours that keep us waiting
   if (s.marker == read_marker) {
@@ -220,22 +207,29 @@ void zookeeper_acquire::on_queue(zk_reply reply) {
     blockers = static_cast<int>(ours - queue.begin());
   }
   if (!predecessor) return at_head_of_queue();
-  if (!request_.wait) return abandon();
-  note_waiting();
+  predecessor_ = s.parent + "/" + *predecessor;
   // Nodes are only ever added behind ours, so once the one blocker we watch is deleted,
   // nothing is in our way any longer: the grant needs no second listing (a round trip less
   // per handoff).
-  watched_last_blocker_ = blockers == 1;
-  watch(s.parent + "/" + *predecessor);
-  watch_own_node();
+  last_blocker_ = blockers == 1;
+  recipe_.feed(event::someone_in_front);
 }
 
 void zookeeper_acquire::at_head_of_queue() {
-  if (request_.kind == primitive::semaphore) {
+  if (request_.kind == primitive::semaphore && stage_index_ == 0) {
     stage_index_ = 1;
     return create_own();
   }
-  grant();
+  recipe_.feed(event::first_in_queue);
+}
+
+void zookeeper_acquire::watch_predecessor() {
+  note_waiting();
+  // A semaphore's leases are watched by the listing itself (check_leases).
+  if (leases_stage()) return;
+  watched_last_blocker_ = last_blocker_;
+  watch(predecessor_);
+  watch_own_node();
 }
 
 void zookeeper_acquire::watch(const std::string& path) {
@@ -252,7 +246,7 @@ void zookeeper_acquire::watch(const std::string& path) {
         boost::asio::post(executor, [weak, serial, reply = std::move(reply)] {
           auto self = weak.lock();
           // Moved on meanwhile (withdrawn, finished, queued again): not this watch's business.
-          if (!self || self->watch_serial_ != serial || self->phase_ != phase::queueing) return;
+          if (!self || self->watch_serial_ != serial || !self->recipe_.queueing()) return;
           self->drop_watch();
           // Gone already: look again now.
           if (reply.rc == ZNONODE) return self->check_queue();
@@ -264,14 +258,14 @@ void zookeeper_acquire::watch(const std::string& path) {
 
 void zookeeper_acquire::on_watch_event(const zk_reply& event) {
   watch_id_ = 0;
-  if (calls_out_ > 0) return;  // a call still out answers first and looks again anyway
-  if (withdrawing()) return abandon();
-  if (event.event == ZOO_SESSION_EVENT) return begin();  // expired: queue again
-  if (leases_stage()) return check_leases();
-  if (event.event == ZOO_DELETED_EVENT && std::exchange(watched_last_blocker_, false)) {
+  // A call still out answers first and looks again anyway; a withdrawal deletes our nodes.
+  if (recipe_.calls_out() > 0 || !recipe_.queueing()) return;
+  if (event.event == ZOO_SESSION_EVENT) return recipe_.feed(event::own_key_gone);  // expired
+  if (!leases_stage() && event.event == ZOO_DELETED_EVENT &&
+      std::exchange(watched_last_blocker_, false)) {
     return at_head_of_queue();
   }
-  check_queue();
+  recipe_.feed(event::predecessor_gone);
 }
 
 void zookeeper_acquire::drop_watch() {
@@ -286,10 +280,10 @@ void zookeeper_acquire::watch_own_node() {
   if (own_watch_ || stages_.size() != 1 || request_.kind == primitive::election) return;
   own_watch_ = backend_->held().watch_early(current().node, [weak = weak_from_this()] {
     auto self = weak.lock();
-    if (!self || self->phase_ != phase::queueing) return;
+    if (!self || !self->recipe_.queueing()) return;
     self->drop_own_watch();
     // Our node is gone: a call out looks at the queue anyway, else look now (and queue again).
-    if (self->calls_out_ == 0) self->check_queue();
+    if (self->recipe_.calls_out() == 0) self->check_queue();
   });
 }
 
@@ -306,15 +300,13 @@ void zookeeper_acquire::note_waiting() {
 void zookeeper_acquire::on_call_failed(int rc, std::string_view call) {
   if (is_connection_loss(rc)) {
     // Our node (if any) lives on with the session: carry on once reconnected.
-    return session().when_connected(step([](zookeeper_acquire& self, std::exception_ptr error) {
-      if (error) return self.fail(error);
-      if (self.withdrawing()) return self.abandon();
+    return when_connected([](zookeeper_acquire& self) {
       if (self.current().node.empty()) return self.send_create();
       self.after_create();
-    }));
+    });
   }
-  if (is_session_gone(rc)) return begin();  // a new session takes over; queue again
-  if (rc == ZNONODE) return begin();
+  // A new session takes over, or our parent went: queue again.
+  if (is_session_gone(rc) || rc == ZNONODE) return recipe_.feed(event::own_key_gone);
   std::string what;
   if (rc == ZNOAUTH) {
     what = "not authorized to " + std::string(call) + " under " + current().parent +
@@ -327,12 +319,12 @@ void zookeeper_acquire::on_call_failed(int rc, std::string_view call) {
 
 void zookeeper_acquire::on_unreachable(std::exception_ptr error) {
   unreachable_id_ = 0;
-  if (phase_ != phase::queueing) return;  // withdrawn or done: it ends on its own
-  if (calls_out_ == 0) return fail(std::move(error));
-  // A call is still out (one may be creating our node): its answer, a connection loss at the
-  // latest, cleans up as for a withdrawn wait; the caller hears now.
-  phase_ = phase::answered;
-  report(std::move(error), nullptr);
+  // Withdrawn or done: it ends on its own. Else the caller hears now, and a call still out
+  // (one may be creating our node) is answered, a connection loss at the latest, before our
+  // nodes go.
+  if (!recipe_.queueing()) return;
+  error_ = std::move(error);
+  recipe_.feed(event::connection_lost);
 }
 
 void zookeeper_acquire::forget_unknown_create(stage& s) {
@@ -346,15 +338,12 @@ void zookeeper_acquire::fail_missing_chroot() {
       request_.name))));
 }
 
-void zookeeper_acquire::on_cancel() {
-  if (phase_ == phase::finished) return;
-  if (phase_ == phase::queueing) phase_ = phase::withdrawing;
-  // A call out (it may be creating our node) withdraws when it answers, which may take up to
-  // a session timeout when the server stalls; core answers a stopped caller meanwhile.
-  if (calls_out_ == 0) abandon();
+void zookeeper_acquire::fail(std::exception_ptr error) {
+  error_ = std::move(error);
+  recipe_.feed(event::failed);
 }
 
-void zookeeper_acquire::abandon() {
+void zookeeper_acquire::delete_own_key() {
   drop_watch();
   drop_own_watch();
   auto pending = std::make_shared<int>(0);
@@ -362,50 +351,44 @@ void zookeeper_acquire::abandon() {
     if (s.node.empty()) continue;
     ++*pending;
     session().remove(std::exchange(s.node, {}), [self = shared_from_this(), pending](zk_reply) {
-      if (--*pending == 0 && self->phase_ != phase::finished) self->finish(nullptr, nullptr);
+      if (--*pending == 0) self->recipe_.feed(event::key_deleted);
     });
   }
-  if (*pending == 0) finish(nullptr, nullptr);
+  if (*pending == 0) recipe_.feed(event::key_deleted);
 }
 
-void zookeeper_acquire::fail(std::exception_ptr error) {
+void zookeeper_acquire::abandon_own_key() {
   drop_watch();
   drop_own_watch();
   for (stage& s : stages_) {
     if (!s.node.empty()) session().remove(std::exchange(s.node, {}), [](zk_reply) {});
   }
-  finish(std::move(error), nullptr);
+  if (recipe_.done()) end();
 }
 
-void zookeeper_acquire::grant() {
+void zookeeper_acquire::report(queue_recipe::outcome how) {
   drop_watch();
-  stage& s = current();
-  auto granted = std::make_unique<zookeeper_lease>(backend_, s.node, request_.name, s.czxid,
-                                                   std::exchange(own_watch_, nullptr));
-  s.node.clear();
-  finish(nullptr, std::move(granted));
+  std::unique_ptr<lease> granted;
+  if (how == queue_recipe::outcome::granted) {
+    stage& s = current();
+    granted = std::make_unique<zookeeper_lease>(backend_, std::exchange(s.node, {}),
+                                                request_.name, s.czxid,
+                                                std::exchange(own_watch_, nullptr));
+  }
+  // Abandoning (a call still out) takes no more wake-ups.
+  drop_own_watch();
+  if (recipe_.done()) end();
+  auto done = std::move(done_);
+  done(how == queue_recipe::outcome::failed ? error_ : nullptr, std::move(granted));
 }
 
-void zookeeper_acquire::finish(std::exception_ptr error, std::unique_ptr<lease> granted) {
-  const bool answered = phase_ == phase::answered;
-  phase_ = phase::finished;
+void zookeeper_acquire::end() {
+  if (std::exchange(ended_, true)) return;
   if (unreachable_id_) session().forget_unreachable(std::exchange(unreachable_id_, 0));
+  drop_watch();
   drop_own_watch();
   for (stage& s : stages_) forget_unknown_create(s);
-  if (answered) {
-    // The caller was told of the failure already: a late grant's node is deleted with the
-    // lease here, before the backend goes.
-    granted.reset();
-    backend_.reset();
-    return;
-  }
-  // As in core: let the caller, not this op, hold the last reference to the backend.
   backend_.reset();
-  report(std::move(error), std::move(granted));
 }
 
-void zookeeper_acquire::report(std::exception_ptr error, std::unique_ptr<lease> granted) {
-  auto done = std::move(done_);
-  done(std::move(error), std::move(granted));
-}
 }  // namespace dlock::zookeeper::detail

@@ -15,10 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
-
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/queue_recipe_operation.hpp>
 
 #include "completion_routes.hpp"
 #include "held_watch.hpp"
@@ -28,36 +26,17 @@ namespace dlock::zookeeper::detail {
 
 class zookeeper_backend;
 
-/// Starts the acquire of `request`; `done` runs once on the io thread.
-std::shared_ptr<acquire_operation> start_acquire(std::shared_ptr<zookeeper_backend> backend,
-                                                 acquire_request request,
-                                                 acquire_completion done);
-
-/// The state machine behind start_acquire(). Runs on the io thread only; cancel() posts
-/// there.
-///
-///   queueing --stop request--> withdrawing --no call out--> (nodes deleted) finished
-///   withdrawing --the call out answers--> (nodes deleted) finished
-///   queueing --grant, failure or one-shot miss--> finished
-///   queueing --the session unreachable--> finished with connection_error (our nodes are
-///       deleted once reconnected), or answered with it while a call is still out
-class zookeeper_acquire final : public acquire_operation,
-                                public std::enable_shared_from_this<zookeeper_acquire> {
+/// ZooKeeper's side of a queue_recipe (dlock/core/backend/queue_recipe.hpp), which says when to
+/// queue, list, watch, withdraw and report. What stays here is ZooKeeper's own: a node found
+/// again after a create's answer was lost, the parents made on demand, a semaphore's two
+/// stages, and the creates of unknown outcome handed to the session when the acquire ends.
+/// Runs on the io thread only.
+class zookeeper_acquire final : public queue_recipe_operation<zookeeper_acquire> {
  public:
   zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend, acquire_request request,
                     acquire_completion done);
 
-  void start();
-  void cancel() noexcept override;
-
  private:
-  enum class phase {
-    queueing,     ///< working towards a grant
-    withdrawing,  ///< a stop request came: remove our nodes once no call is out, then complete
-    answered,     ///< withdrawing, and the caller was told "not acquired" already
-    finished,     ///< completed; late answers are ignored
-  };
-
   struct stage {
     std::string parent;
     std::string_view marker;
@@ -74,32 +53,35 @@ class zookeeper_acquire final : public acquire_operation,
   /// read by the inspector.
   std::string node_data() const;
   bool leases_stage() const { return request_.kind == primitive::semaphore && stage_index_ == 1; }
-  bool withdrawing() const { return phase_ == phase::withdrawing || phase_ == phase::answered; }
 
-  // The continuation of a call: while calls are out, a stop request waits for them (one may
-  // be creating our node), and once the op is done their late answers are ignored.
+  /// Waits for the session's connection; a failure to connect ends the acquire.
   template <class Step>
-  auto step(Step next) {
-    ++calls_out_;
-    return [self = shared_from_this(), next = std::move(next)](auto&&... args) mutable {
-      --self->calls_out_;
-      if (self->phase_ == phase::finished) return;
-      next(*self, std::forward<decltype(args)>(args)...);
-    };
+  void when_connected(Step next) {
+    recipe_.call_sent();
+    session().when_connected([self = shared_from_this(), next](std::exception_ptr error) mutable {
+      if (!error) {
+        if (self->recipe_.call_answered()) next(*self);
+        return;
+      }
+      if (!self->recipe_.done()) self->error_ = std::move(error);
+      self->recipe_.feed(event::call_failed);
+    });
   }
   // The handler of a watch: what wakes a waiting op.
   zk_handler wake();
 
   // Queueing: create our node (found again after a lost answer), then find our place.
-  void begin();
+  void queue_key() override;
   void create_own();
   void send_create();
+  void note_created(const zk_reply& reply);
   void on_created(zk_reply reply);
   void find_own();
   /// The listing sent right behind a create. Its answer is handled right after the create's
   /// (joined_answers), in the same turn of the io thread.
   void on_pipelined_listing(std::uint64_t attempt, zk_reply reply);
   void after_create();
+  void list_queue() override;
   void check_queue();
   void on_queue(zk_reply reply);
   void at_head_of_queue();
@@ -109,6 +91,7 @@ class zookeeper_acquire final : public acquire_operation,
   void on_leases(zk_reply reply);
 
   // Waiting.
+  void watch_predecessor() override;
   /// Waits for the predecessor `path` to go (or change).
   void watch(const std::string& path);
   void on_watch_event(const zk_reply& event);
@@ -131,35 +114,38 @@ class zookeeper_acquire final : public acquire_operation,
   void fail(std::exception_ptr error);
 
   // Ending.
-  void on_cancel();
-  /// Deletes our nodes, then completes with no lease once the server confirms, so that a
-  /// caller who lists the queue next finds them gone (a delete cut off by the connection
-  /// completes as cut off and is retried after reconnecting; a session expiry removes the
-  /// nodes anyway).
-  void abandon();
-  void grant();
-  void finish(std::exception_ptr error, std::unique_ptr<lease> granted);
-  /// Completes the acquire for the caller (once); cleanup may still go on after it.
-  void report(std::exception_ptr error, std::unique_ptr<lease> granted);
+  /// Deletes our nodes, then feeds key_deleted once the server confirms, so that a caller who
+  /// lists the queue next finds them gone (a delete cut off by the connection completes as
+  /// cut off and is retried after reconnecting; a session expiry removes the nodes anyway).
+  void delete_own_key() override;
+  void abandon_own_key() override;
+  /// Completes the acquire for the caller (once); clean-up may still go on after it. A grant's
+  /// lease takes over the watch of our node.
+  void report(queue_recipe::outcome how) override;
+  /// Lets go of the watches, the session's word and the backend once the recipe is done, and
+  /// hands creates of unknown outcome to the session: as in core, the caller, not this op,
+  /// holds the last reference to the backend.
+  void end();
 
   std::shared_ptr<zookeeper_backend> backend_;
   acquire_request request_;
   acquire_completion done_;
-  boost::asio::any_io_executor executor_;
-  phase phase_ = phase::queueing;
   std::vector<stage> stages_;
   std::size_t stage_index_ = 0;
   std::uint64_t watch_id_ = 0;
   std::shared_ptr<held_watch::early_watch> own_watch_;  // the watch watch_own_node() set
   std::uint64_t watch_serial_ = 0;  // the watch() whose answer still counts (drop_watch ends it)
   std::uint64_t unreachable_id_ = 0;  // our registration with session().when_unreachable()
-  int calls_out_ = 0;
+  std::string predecessor_;             // the node in front, from the last listing
+  bool last_blocker_ = false;           // ... and all that is in our way
   bool watched_last_blocker_ = false;  // the predecessor watched is all that is in our way
   bool count_checked_ = false;          // a semaphore's recorded max_count was looked at
   std::exception_ptr count_error_;      // ... and differs from ours
   std::uint64_t attempt_ = 0;            // creates sent so far
   std::uint64_t pipelined_listing_ = 0;  // the attempt whose pipelined listing is still out
   bool told_waiting_ = false;  // events().acquire_waiting() was called (once per acquire)
+  std::exception_ptr error_;   // what report_failed reports
+  bool ended_ = false;
 };
 
 }  // namespace dlock::zookeeper::detail

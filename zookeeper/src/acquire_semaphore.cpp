@@ -29,7 +29,6 @@ void zookeeper_acquire::check_leases() {
 }
 
 void zookeeper_acquire::on_leases(zk_reply reply) {
-  if (withdrawing()) return abandon();
   if (reply.rc != ZOK) return on_call_failed(reply.rc, "list");
   if (count_error_) return fail(std::exchange(count_error_, nullptr));
   const std::string own = basename_of(current().node);
@@ -40,16 +39,18 @@ void zookeeper_acquire::on_leases(zk_reply reply) {
     ++leases;
     found = found || child == own;
   }
-  if (!found) return begin();
+  if (!found) return recipe_.feed(event::own_key_gone);
   if (leases <= request_.max_count) {
     // The lease is ours; the semaphore's lock only serialised the lease creation. Let it go
     // before completing, as Curator does, so that a one-shot attempt that follows ours never
     // finds it still taken.
     return session().remove(std::exchange(stages_[0].node, {}),
-                            step([](zookeeper_acquire& self, zk_reply) { self.grant(); }));
+                            step([](zookeeper_acquire& self, zk_reply) {
+                              self.recipe_.feed(event::first_in_queue);
+                            }));
   }
-  if (!request_.wait) return abandon();
-  note_waiting();  // the children watch set by check_leases wakes us
+  // Waiting: the children watch set by check_leases wakes us.
+  recipe_.feed(event::someone_in_front);
 }
 
 }  // namespace dlock::zookeeper::detail

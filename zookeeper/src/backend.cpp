@@ -42,7 +42,7 @@ void zookeeper_backend::start() { session_->open_and_wait(); }
 
 std::shared_ptr<acquire_operation> zookeeper_backend::start_acquire(acquire_request request,
                                                                     acquire_completion done) {
-  return detail::start_acquire(shared_from_this(), std::move(request), std::move(done));
+  return zookeeper_acquire::launch(shared_from_this(), std::move(request), std::move(done));
 }
 
 provider_health zookeeper_backend::health() const {
