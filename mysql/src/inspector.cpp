@@ -13,6 +13,7 @@
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
+#include "lock_name.hpp"
 #include "statements.hpp"
 
 namespace dlock::mysql::detail {
