@@ -11,7 +11,7 @@ sql_wait_machine::actions sql_wait_machine::start(sql_wait_traits traits) {
   traits_ = traits;
   phase_ = phase::waiting;
   actions out;
-  out.push_back(action::send_wait);
+  out.push(action::send_wait);
   return out;
 }
 
@@ -40,7 +40,7 @@ sql_wait_machine::actions sql_wait_machine::on(event e) {
       if ((phase_ == phase::cancelling || phase_ == phase::giving_back) && cancel_out_ &&
           !patience_armed_) {
         patience_armed_ = true;
-        out.push_back(action::arm_patience);
+        out.push(action::arm_patience);
       }
       return out;
 
@@ -48,7 +48,7 @@ sql_wait_machine::actions sql_wait_machine::on(event e) {
       return out;  // the answer timeout armed with the cancel still bounds the wait
 
     case event::cancel_retry_due:
-      if (phase_ == phase::cancelling && traits_.cancel_repeats) out.push_back(action::send_cancel);
+      if (phase_ == phase::cancelling && traits_.cancel_repeats) out.push(action::send_cancel);
       return out;
 
     case event::patience_elapsed:
@@ -60,7 +60,7 @@ sql_wait_machine::actions sql_wait_machine::on(event e) {
     case event::answer_overdue:
       if (answer_timeout_armed_ && phase_ != phase::done) {
         answer_timeout_armed_ = false;
-        out.push_back(action::abandon_session);
+        out.push(action::abandon_session);
       }
       return out;
 
@@ -100,7 +100,7 @@ sql_wait_machine::actions sql_wait_machine::withdraw(withdrawal why) {
       phase_ = phase::expiring;
     } else {
       phase_ = phase::cancelling;
-      out.push_back(action::send_cancel);
+      out.push(action::send_cancel);
       return out;
     }
   }
@@ -114,7 +114,7 @@ sql_wait_machine::actions sql_wait_machine::withdraw(withdrawal why) {
 void sql_wait_machine::arm_answer_timeout_once(actions& out) {
   if (answer_timeout_armed_) return;
   answer_timeout_armed_ = true;
-  out.push_back(action::arm_answer_timeout);
+  out.push(action::arm_answer_timeout);
 }
 
 sql_wait_machine::actions sql_wait_machine::cancel_outcome(event e) {
@@ -128,7 +128,7 @@ sql_wait_machine::actions sql_wait_machine::cancel_outcome(event e) {
   if (traits_.cancel_repeats) {
     cancel_delay_ = next_cancel_delay_;
     next_cancel_delay_ = std::min(next_cancel_delay_ * 2, std::chrono::milliseconds(20));
-    out.push_back(action::arm_cancel_retry);
+    out.push(action::arm_cancel_retry);
   }
   arm_answer_timeout_once(out);
   return out;
@@ -150,7 +150,7 @@ sql_wait_machine::actions sql_wait_machine::answered(event e) {
       // may still land on the session's next statement.
       if (traits_.give_back_after_cancel) {
         phase_ = phase::giving_back;
-        out.push_back(action::give_back);
+        out.push(action::give_back);
         return out;
       }
       return settle(action::discard_session, action::report_declined);
@@ -172,7 +172,7 @@ sql_wait_machine::actions sql_wait_machine::answered_uncancelled(event e) {
       // The grant can come between the timeout and the error reaching us, and a session-level
       // lock outlives the failed statement: look for it and let it go.
       phase_ = phase::giving_back;
-      out.push_back(action::give_back);
+      out.push(action::give_back);
       return out;
     case event::failed_cleanly: return settle(action::keep_session, action::report_failed);
     case event::failed: return settle(action::discard_session, action::report_failed);
@@ -186,8 +186,8 @@ sql_wait_machine::actions sql_wait_machine::answered_uncancelled(event e) {
 sql_wait_machine::actions sql_wait_machine::settle(action verdict, action report) {
   phase_ = phase::done;
   actions out;
-  out.push_back(report);
-  out.push_back(verdict);
+  out.push(report);
+  out.push(verdict);
   return out;
 }
 

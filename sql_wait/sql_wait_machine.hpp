@@ -33,7 +33,7 @@
 #include <chrono>
 #include <string_view>
 
-#include <boost/container/static_vector.hpp>
+#include <dlock/core/backend/action_list.hpp>
 
 namespace dlock::detail {
 
@@ -115,7 +115,7 @@ class sql_wait_machine {
   /// verdict on the session right after it: the backend books a grant first (a pool may close
   /// a kept session that holds nothing), and completes the caller once the verdict is carried
   /// out, so that the next acquire finds the session free (sql_wait_io does both).
-  using actions = boost::container::static_vector<action, 3>;
+  using actions = dlock::action_list<action, 3>;
 
   /// Begins, once: returns send_wait. Throws std::logic_error when not idle.
   actions start(sql_wait_traits traits);

@@ -55,6 +55,11 @@ struct caller_session {
   std::optional<boost::asio::posix::stream_descriptor> socket;
 };
 
+/// Ends the io thread's wait on `session`'s socket, leaving the descriptor to libpq.
+void drop_socket(caller_session& session) noexcept;
+/// Marks the grants whose lost signals these are lost.
+void signal_all(std::vector<std::stop_source>& lost);
+
 /// The caller-driven sessions of one provider.
 ///
 /// A caller checks a session out for one attempt (never one that holds the attempt's resource:
