@@ -2,6 +2,7 @@
 #include "acquire_machine.hpp"
 
 #include <stdexcept>
+#include <utility>
 
 namespace dlock::redis::detail {
 
@@ -35,8 +36,10 @@ acquire_machine::actions acquire_machine::on(event e, clock::time_point now) {
     case event::try_unreachable:
     case event::try_refused:
       if (phase_ != phase::trying) {
-        // The acquire ended while its try was in flight: what the try won goes back.
+        // The acquire ended while its try was in flight: what the try won goes back, and a
+        // failed waiter's place is withdrawn now that the try can no longer queue it again.
         out.push(action::give_back_try);
+        if (std::exchange(withdraw_after_try_, false)) out.push(action::withdraw_behind);
         return out;
       }
       if (withdraw_asked_) {
@@ -98,7 +101,16 @@ acquire_machine::actions acquire_machine::on(event e, clock::time_point now) {
       return out;
 
     case event::servers_silent:
-      if (in_flight() || phase_ == phase::waiting) finish_failed(out);
+      if (phase_ == phase::trying && queued_) {
+        // Reported at once, but the queue place is withdrawn once the try has answered, as a
+        // stop's is: the try may still run after a withdrawal sent now (a NOSCRIPT answered
+        // by sending the script again, a redirect) and queue the waiter again.
+        withdraw_after_try_ = true;
+        out.push(action::stop_waiting);
+        report(out, action::report_failed);
+      } else if (in_flight() || phase_ == phase::waiting) {
+        finish_failed(out);
+      }
       return out;
 
     case event::withdraw:

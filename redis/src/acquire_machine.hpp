@@ -140,6 +140,7 @@ class acquire_machine {
   bool retry_at_once_ = false;   ///< a channel event came during the try: it may have missed it
   bool listening_ = false;
   bool queued_ = false;
+  bool withdraw_after_try_ = false;  ///< failed while a queued try was in flight
   bool reported_waiting_ = false;
   bool reported_ = false;
   int attempts_ = 0;

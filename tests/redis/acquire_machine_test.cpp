@@ -106,6 +106,9 @@ std::map<std::pair<phase, event>, outcome> expected_table() {
   t[{phase::reading_counters, event::counters_read}] = {{action::send_try}, phase::trying};
   t[{phase::reading_counters, event::counters_unreachable}] = {
       {action::stop_waiting, action::report_failed}, phase::done};
+  // A try in flight may still queue the waiter: its place is withdrawn once the try answered.
+  t[{phase::trying, event::servers_silent}] = {{action::stop_waiting, action::report_failed},
+                                               phase::done};
   t[{phase::trying, event::try_granted}] = {{action::confirm_with_replicas}, phase::confirming};
   t[{phase::trying, event::try_taken}] = {{action::give_back_keeping_place, action::report_waiting,
                                            action::listen, action::arm_retry},
@@ -307,6 +310,29 @@ TEST_CASE("redis acquire_machine: a withdrawal during a try waits for its answer
   }
 }
 
+TEST_CASE("redis acquire_machine: servers silent during a queued try fail at once and leave the "
+          "queue once the try answered",
+          "[redis][unit]") {
+  for (const event answer : {event::try_granted, event::try_taken, event::try_unreachable,
+                             event::try_refused}) {
+    DYNAMIC_SECTION("the try's late answer: " << dlock::redis::detail::name_of(answer)) {
+      acquire_machine m = started(one_server_waiter);
+      // The withdrawal sent now could run before the try (a NOSCRIPT answered by sending the
+      // script again), which would then queue the waiter again until its place expired.
+      CHECK(feed(m, event::servers_silent) ==
+            std::vector{action::stop_waiting, action::report_failed});
+      CHECK(feed(m, answer) == std::vector{action::give_back_try, action::withdraw_behind});
+      CHECK(feed(m, answer) == std::vector{action::give_back_try});  // withdrawn once
+    }
+  }
+  SECTION("failed while waiting, with no try out, it withdraws behind at once") {
+    acquire_machine m = started(one_server_waiter);
+    feed(m, event::try_taken);
+    CHECK(feed(m, event::servers_silent) ==
+          std::vector{action::stop_waiting, action::withdraw_behind, action::report_failed});
+  }
+}
+
 TEST_CASE("redis acquire_machine: a grant racing a stop is given back, never reported",
           "[redis][unit]") {
   SECTION("while the replicas confirm it") {
@@ -320,7 +346,8 @@ TEST_CASE("redis acquire_machine: a grant racing a stop is given back, never rep
   SECTION("arriving after a failure was reported") {
     acquire_machine m = started(one_server_waiter);
     feed(m, event::servers_silent);
-    CHECK(feed(m, event::try_granted) == std::vector{action::give_back_try});
+    CHECK(feed(m, event::try_granted) ==
+          std::vector{action::give_back_try, action::withdraw_behind});
   }
 }
 
@@ -346,7 +373,8 @@ TEST_CASE("redis acquire_machine: RedLock keeps a waiter's place when its minori
 namespace {
 
 // What a walk through the machine has seen so far, and whether a promise broke: at most one
-// report, and reported() says so; nothing but a give-back after it; every try's answer is
+// report, and reported() says so; nothing after it but a give-back and, with the give-back of
+// the try a failure left in flight, the withdrawal of its queue place, once; every try's answer is
 // reported as the grant, goes on to the replicas, or is given back; no withdrawal before a try
 // was sent; after core's withdrawal no grant is reported, and a withdrawal that waits for the
 // servers reports only at their confirmation; the timers and subscriptions stop before every
@@ -358,6 +386,7 @@ struct walk {
   bool withdrawn = false;
   bool awaiting_confirmation = false;
   bool stopped = false;
+  int withdrawn_after_report = 0;
   bool broken = false;
 
   void check(std::optional<event> e, const acquire_machine::actions& got) {
@@ -368,8 +397,13 @@ struct walk {
       broken |= sends && a != *(got.end() - 1);
       const bool is_report = a == action::report_granted || a == action::report_declined ||
                              a == action::report_failed;
-      // After the report, only what a late answer won may go back.
-      broken |= reports > 0 && a != action::give_back_try;
+      // After the report, only what a late answer won may go back, and the queue place of a
+      // failure whose try was in flight may be withdrawn with it, once.
+      const bool late_withdrawal =
+          a == action::withdraw_behind && got.contains(action::give_back_try);
+      withdrawn_after_report += reports > 0 && late_withdrawal;
+      broken |= reports > 0 && a != action::give_back_try && !late_withdrawal;
+      broken |= withdrawn_after_report > 1;
       reports += is_report;
       tries += a == action::send_try;
       broken |= (a == action::withdraw || a == action::withdraw_behind) && tries == 0;
