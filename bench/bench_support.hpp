@@ -42,6 +42,16 @@ std::string with_option(const std::string& url, const std::string& option);
 /// acquire() + release of `lock`, `iterations` times; the time of each, in microseconds.
 std::vector<double> uncontended(dlock::distributed_lock& lock, int iterations);
 
+/// The second of two runs of `cycle` in a row. Interleaved samples on several connections
+/// compare fairly only this way: a connection used just before (its server process or thread
+/// awake, its caches warm) answers sooner than one that sat idle while the others ran, and the
+/// first run of each pair pays that for every kind alike.
+template <typename Cycle>
+double second_of_two(Cycle&& cycle) {
+  (void)cycle();
+  return cycle();
+}
+
 /// Uncontended acquire + release of one reader-writer lock at `url`, `iterations` times each,
 /// interleaved so that all see the same load: beside a plain lock, a read, a write (which takes
 /// the upgrade gate first) and an upgradeable read that is upgraded before its release. Prints

@@ -177,12 +177,11 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
     }
   }
   {
-    // The samples of the seven are interleaved, so that all see the same load on the machine,
-    // and each ratio's two rows come after the same kind of sample: a cycle that commits a
-    // row (dlock's statements with an owners' table) leaves the server busy for a while after
-    // it answered, which the next sample pays for, so the row-less cycles follow row-less
-    // ones and the owner-row pair (its statements raw, then dlock) each follow a cycle that
-    // writes a row. The default (token, no row) is measured against the nextval floor.
+    // The seven kinds take turns, so that all see the same load on the machine, each sample
+    // the second of two cycles of its kind in a row (bench_support.hpp says why).
+    // A cycle that commits a row (dlock's statements with an owners' table) leaves the server
+    // busy for a while after it answered; each owner-row sample follows one of its own kind.
+    // The default (token, no row) is measured against the nextval floor.
     auto fenced = dlock::make_provider(with_option(url, "owners_table=dlock_owners"));
     auto unfenced =
         dlock::make_provider(with_option(url, "fencing_sequence=&owners_table=dlock_owners"));
@@ -192,14 +191,19 @@ void postgres_bench(const std::string& url, int iterations, int handoffs, int he
     auto unrecorded_lock = unrecorded->create_lock("uncontended");
     dlock_bench::raw_libpq raw(url);
     const auto same = dlock_bench::dlock_statements("uncontended-raw");
+    const auto dlock_cycle = [](dlock::distributed_lock& lock) {
+      return [&lock] { return uncontended(lock, 1).front(); };
+    };
     std::vector<double> trip, floor, fenced_floor, same_floor, plain, bare, ours;
     for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
-      const double samples[] = {raw.round_trip_us(), raw.grant_and_release_us(false),
-                                raw.grant_and_release_us(true),
-                                uncontended(unrecorded_lock, 1).front(),
-                                uncontended(unfenced_lock, 1).front(),
-                                raw.grant_and_release_us(same),
-                                uncontended(fenced_lock, 1).front()};
+      const double samples[] = {
+          dlock_bench::second_of_two([&] { return raw.round_trip_us(); }),
+          dlock_bench::second_of_two([&] { return raw.grant_and_release_us(false); }),
+          dlock_bench::second_of_two([&] { return raw.grant_and_release_us(true); }),
+          dlock_bench::second_of_two(dlock_cycle(unrecorded_lock)),
+          dlock_bench::second_of_two(dlock_cycle(unfenced_lock)),
+          dlock_bench::second_of_two([&] { return raw.grant_and_release_us(same); }),
+          dlock_bench::second_of_two(dlock_cycle(fenced_lock))};
       if (i < 0) continue;
       std::vector<double>* into[] = {&trip, &floor, &fenced_floor, &bare,
                                      &plain, &same_floor, &ours};
