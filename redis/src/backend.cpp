@@ -42,6 +42,8 @@ redis_backend::redis_backend(options opts)
       network_(std::make_unique<io_thread>()),
       nodes_(std::make_shared<node_set>(network_->executor(), options_)),
       watchdog_(*this) {
+  // The network thread stops before the backend goes: `this` outlives every connection.
+  nodes_->links().on_reconnected([this] { events().reconnected(); });
   if (const auto& sentinel = nodes_->sentinel()) {
     follower_ = std::make_unique<sentinel_follower>(network_->executor(), sentinel);
     // Asynchronous replication: a grant made on the old master may be missing on the new one.
@@ -184,6 +186,14 @@ provider_health redis_backend::health() const {
   const auto on_time = options_.expiry - clock_drift(options_.expiry) - options_.extend_every -
                        options_.command_timeout;
   provider_health health;
+  const auto unreachable = nodes_->links().unreachable();
+  for (const auto& server : unreachable) {
+    health.problems.push_back(
+        message("cannot reach " + server.endpoint + " (" + server.why + ")"));
+  }
+  // RedLock works on while a majority answers; one server, or Sentinel's master, must.
+  health.connected = nodes_->size() - std::min(unreachable.size(), nodes_->size()) >=
+                     nodes_->majority();
   health.overdue_leases = watchdog_.overdue(clock::now(), on_time);
   if (health.overdue_leases > 0) {
     health.problems.push_back(message(

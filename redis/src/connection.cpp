@@ -350,6 +350,7 @@ void connection::log_in() {
       }
       if (last) {
         state_ = state::ready;
+        if (link_observer_) link_observer_(nullptr);
         became_ready();
       }
     };
@@ -396,6 +397,7 @@ void connection::drop(const std::string& why) {
     });
   }
   fail_waiting(why);
+  if (link_observer_) link_observer_(&why);
   if (was_ready && on_down_) on_down_();
 }
 

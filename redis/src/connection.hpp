@@ -65,6 +65,12 @@ class connection {
   /// Drops the connection now: every command waiting for a reply fails with `why`.
   void drop(const std::string& why);
 
+  /// `observer` hears (on the executor) each time the connection is ready, with nullptr, and
+  /// each time it is lost or cannot be made, with why; never for its own destruction.
+  void watch_link(std::function<void(const std::string* failure)> observer) {
+    link_observer_ = std::move(observer);
+  }
+
   /// Whether the last loss was a reply (or connection) not coming in time, rather than a
   /// refusal or a closed connection.
   bool timed_out() const noexcept { return timed_out_; }
@@ -96,6 +102,7 @@ class connection {
   boost::asio::any_io_executor executor_;
   const server_settings& settings_;
   std::function<void()> on_down_;
+  std::function<void(const std::string*)> link_observer_;
   std::function<void(const reply&)> on_message_;
   /// Null while down. Pending operations hold it too, and tell a stale completion (of a
   /// transport dropped since) by comparing.

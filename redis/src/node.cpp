@@ -1,6 +1,7 @@
 #include "node.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <boost/asio/post.hpp>
 
@@ -15,7 +16,7 @@ using clock = std::chrono::steady_clock;
 }  // namespace
 
 node::node(boost::asio::any_io_executor executor, server_settings settings, heartbeat beat,
-           channel_kind channels)
+           channel_kind channels, std::shared_ptr<server_links> links)
     : executor_(executor),
       settings_(std::move(settings)),
       endpoint_(endpoint_text(settings_)),
@@ -26,9 +27,34 @@ node::node(boost::asio::any_io_executor executor, server_settings settings, hear
       blocking_(settings_),
       heartbeat_(std::move(beat)),
       channel_kind_(channels),
-      heartbeat_timer_(executor) {}
+      heartbeat_timer_(executor),
+      links_(std::move(links)),
+      relink_timer_(executor) {
+  if (!links_) return;
+  link_id_ = links_->add(endpoint_);
+  commands_.watch_link([this](const std::string* failure) { link_changed(failure); });
+}
 
-node::~node() = default;
+node::~node() {
+  if (links_) links_->remove(link_id_);
+}
+
+void node::link_changed(const std::string* failure) {
+  if (!failure) {
+    link_was_up_ = true;
+    relink_timer_.cancel();
+    links_->ready(link_id_);
+    return;
+  }
+  links_->down(link_id_, *failure);
+  // A lost connection is made again at once (a killed connection, a Sentinel switch: the
+  // server is likely there); one that could not be made, a moment later.
+  const bool lost = std::exchange(link_was_up_, false);
+  relink_timer_.expires_after(lost ? std::chrono::nanoseconds(0) : relink_every);
+  relink_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) commands_.open();
+  });
+}
 
 void node::drop(const std::string& why) {
   commands_.drop(why);

@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "connection.hpp"
+#include "server_links.hpp"
 #include "sync_connections.hpp"
 
 namespace dlock::redis::detail {
@@ -59,10 +60,14 @@ struct heartbeat {
 /// channels it sends a heartbeat, and drops itself when one goes unanswered for a command
 /// timeout: its listeners hear `lost`, listen again and so subscribe again on a new connection
 /// once the server answers.
+///
+/// With `links`, the command connection reports there whether it is up; while it is down (lost,
+/// or refused) it is made again, at once after a loss and then every `relink_every`, so that
+/// health() sees the server come back without waiting for a command.
 class node {
  public:
   node(boost::asio::any_io_executor executor, server_settings settings, heartbeat beat,
-       channel_kind channels = channel_kind::plain);
+       channel_kind channels = channel_kind::plain, std::shared_ptr<server_links> links = {});
   ~node();
 
   /// "host:port" (or the Unix socket's path), for messages.
@@ -117,6 +122,9 @@ class node {
   void start_heartbeat();
   void arm_heartbeat(std::chrono::steady_clock::time_point at);
   void beat();
+  void link_changed(const std::string* failure);
+
+  static constexpr std::chrono::seconds relink_every{1};
 
   boost::asio::any_io_executor executor_;
   server_settings settings_;
@@ -133,6 +141,10 @@ class node {
   /// When the unanswered heartbeat was sent.
   std::optional<std::chrono::steady_clock::time_point> heartbeat_sent_;
   std::chrono::steady_clock::time_point heard_at_{};
+  std::shared_ptr<server_links> links_;
+  server_links::link_id link_id_ = 0;
+  bool link_was_up_ = false;
+  boost::asio::steady_timer relink_timer_;
 };
 
 }  // namespace dlock::redis::detail

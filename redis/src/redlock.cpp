@@ -83,7 +83,8 @@ node_set::node_set(boost::asio::any_io_executor executor, const options& opts)
     return;
   }
   for (auto& s : servers) {
-    nodes_.push_back(std::make_unique<node>(executor_, std::move(s), beat));
+    nodes_.push_back(
+        std::make_unique<node>(executor_, std::move(s), beat, channel_kind::plain, links_));
     if (!endpoint_.empty()) endpoint_ += ',';
     endpoint_ += nodes_.back()->endpoint();
   }

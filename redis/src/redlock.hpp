@@ -118,6 +118,11 @@ class node_set : public std::enable_shared_from_this<node_set> {
   /// expired. `done` settles as release()'s.
   void withdraw(const key_set& keys, const std::string& token, fan_out_handler done);
 
+  /// What is known of each node's connection (not tracked in a cluster, whose nodes come and
+  /// go with its slot map).
+  server_links& links() noexcept { return *links_; }
+  const server_links& links() const noexcept { return *links_; }
+
   /// The master of a Sentinel deployment (then the one node reaches it); null otherwise.
   const std::shared_ptr<sentinel_master>& sentinel() const noexcept { return sentinel_; }
 
@@ -139,6 +144,7 @@ class node_set : public std::enable_shared_from_this<node_set> {
   std::chrono::nanoseconds expiry_;
   std::chrono::nanoseconds command_timeout_;
   std::string endpoint_;
+  std::shared_ptr<server_links> links_ = std::make_shared<server_links>();
   std::vector<std::unique_ptr<node>> nodes_;
   std::shared_ptr<sentinel_master> sentinel_;
   std::unique_ptr<cluster_router> cluster_;

@@ -36,6 +36,11 @@ inline int port_of(const std::string& url, std::size_t i = 0) {
   return support::endpoint_hosts(url).at(i).port;
 }
 
+/// "127.0.0.1:port" of server `i` of `url`, as dlock's messages name it.
+inline std::string endpoint_of(const std::string& url, std::size_t i) {
+  return "127.0.0.1:" + std::to_string(port_of(url, i));
+}
+
 /// Runs `redis-cli -p <port> <arguments>` and returns its output, each reply on its own line,
 /// without the last newline. Throws when redis-cli fails or hangs.
 inline std::string redis_cli(int port, std::vector<std::string> arguments) {
