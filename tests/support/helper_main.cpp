@@ -131,7 +131,22 @@ int main(int argc, char** argv) try {
     handle.on_lost([] { std::cout << "lost" << std::endl; });
     std::cout << "acquired " << handle.fencing_token() << std::endl;
     std::string line;
+    // "try": let go of the handle (lost or not) and try once more on the same provider.
     while (std::getline(std::cin, line)) {
+      if (line != "try") continue;
+      try {
+        handle.release();
+      } catch (const dlock::error&) {
+      }
+      try {
+        auto again = provider->create_lock(argv[3]).try_acquire(std::chrono::seconds(1));
+        if (again) handle = std::move(*again);
+        std::cout << (again ? "acquired " + std::to_string(handle.fencing_token())
+                            : std::string("not acquired"))
+                  << std::endl;
+      } catch (const dlock::error& e) {
+        std::cout << "error " << e.what() << std::endl;
+      }
     }
     handle.release();
     std::cout << "released" << std::endl;

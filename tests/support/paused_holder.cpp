@@ -32,11 +32,23 @@ void run_paused_holder(const std::string& url, const std::string& name,
   holder.signal(SIGCONT);
   steps.stale_writes(stale_token);
   CHECK(holder.read_line(lease_timeout) == "lost");
-  holder.close_stdin();
-  // Its release may or may not reach a server that already dropped its session: either way it
-  // must end.
-  CHECK(holder.wait(std::chrono::seconds(10)));
+  // Its provider lives on: its release may or may not reach a server that already dropped its
+  // session or lease, and its next tries are a fresh client's, on a new session or lease.
+  // Nothing of the old grant counts as held: refused while the newer holder holds, granted
+  // with a higher token after.
+  holder.write_stdin("try\n");
+  CHECK(holder.read_line(lease_timeout) == "not acquired");
   CHECK_FALSE(newer->lost());
+  const std::uint64_t newer_token = newer->fencing_token();
+  newer->release();
+  holder.write_stdin("try\n");
+  const auto again = holder.read_line(lease_timeout);
+  REQUIRE(again);
+  REQUIRE(again->rfind("acquired ", 0) == 0);
+  CHECK(std::stoull(again->substr(9)) > newer_token);
+  holder.close_stdin();
+  CHECK(holder.read_line(std::chrono::seconds(10)) == "released");
+  CHECK(holder.wait(std::chrono::seconds(10)));
 }
 
 }  // namespace support

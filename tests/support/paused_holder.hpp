@@ -24,7 +24,9 @@ struct paused_holder_steps {
 /// Runs the scenario: a dlock-test-helper process takes the lock `name` through `url`, is
 /// stopped with SIGSTOP, `successor` acquires `name` (waiting up to `lease_timeout` for the
 /// stopped holder's lease to run out, which checks that the new token is higher), the steps
-/// run, and the resumed helper must report "lost" and end once told to release.
+/// run, and the resumed helper must report "lost". Its provider then acquires again as a
+/// fresh client would: refused while `successor` holds, granted with a higher token after it
+/// released; and the helper ends once told to.
 void run_paused_holder(const std::string& url, const std::string& name,
                        dlock::provider& successor, std::chrono::milliseconds lease_timeout,
                        const paused_holder_steps& steps);
