@@ -313,8 +313,7 @@ int wait_and_supervise(const command_line& args, const sigset_t& original_mask, 
 
   // The watchdog starts here, once the lock is granted, not before the attempt: a `-n` that
   // found the lock taken paid for one it did not need, and under ASan the exit of such a run
-  // through the etcd plugin crashed LeakSanitizer's check (docs/benchmarks.md, "The watchdog
-  // first").
+  // through the etcd plugin crashed LeakSanitizer's check (docs/design/cli-no-fork.md).
   std::optional<watchdog> watcher;
   std::optional<supervised_child> child;
   try {

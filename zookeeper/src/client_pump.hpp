@@ -7,7 +7,7 @@
 // the completions and watchers. The pump waits for the socket and for that time with Asio on
 // the io thread, so every answer is read, and every completion runs, where the recipes run:
 // a grant wakes one thread of the provider, not the three of the threaded client
-// (docs/benchmarks.md, "ZooKeeper contention").
+// (docs/design/zookeeper-single-threaded-client.md).
 //
 // The client has no locks, so the pump's lock serializes every use of it. The io thread holds
 // it to make calls and read answers; another thread holds it to make a call (a blocking
