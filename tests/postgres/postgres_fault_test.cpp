@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -53,6 +54,18 @@ int sessions_waiting_for_a_lock(const std::string& application) {
   return answer ? std::stoi(*answer) : -1;
 }
 
+// The pids of `application`'s sessions at the server whose last statement was a LISTEN,
+// separated by commas, asked with psql; empty when there is none.
+std::string listening_pids(const std::string& application) {
+  support::child_process psql(
+      {"/usr/bin/psql", "-X", "-q", "-A", "-t", "-c",
+       "SELECT coalesce(string_agg(pid::text, ',' ORDER BY pid), '') FROM pg_stat_activity "
+       "WHERE query ILIKE 'LISTEN%' AND application_name = '" + application + "'",
+       server_url()});
+  const auto answer = psql.read_line(10s);
+  psql.wait(10s);
+  return answer.value_or("");
+}
 
 // Requests a stop when destroyed: ends the waits of a failing test before their futures join.
 struct stop_when_done {
@@ -320,4 +333,40 @@ TEST_CASE("the server drops the queued wait of a waiter whose process died withi
   CHECK(wait_until([&] { return sessions_waiting_for_a_lock(waiter_application) == 0; }, 5s));
   INFO("dropped " << seconds_since(killed) << " s after the waiter died");
   CHECK(seconds_since(killed) < 2.0);
+}
+
+TEST_CASE("an observer's LISTEN session is made again after the server ended it, and the "
+          "observation goes on",
+          "[postgres][fault][election]") {
+  const auto application = unique_name("listener");
+  auto observer_side = provider_named(application);
+  const auto name = unique_name("listened");
+  std::mutex mutex;
+  std::optional<dlock::leader_info> last;
+  auto observation = observer_side->create_election(name).observe(
+      [&](const std::optional<dlock::leader_info>& leader) {
+        std::lock_guard lock(mutex);
+        last = leader;
+      });
+  std::string before;
+  REQUIRE(wait_until([&] { return !(before = listening_pids(application)).empty(); }, 10s));
+
+  support::test_servers({"kill-connections", "postgres", application});
+  // A new session (another pid) listens again: the pause before it is a second.
+  std::string after;
+  CHECK(wait_until(
+      [&] {
+        after = listening_pids(application);
+        return !after.empty() && after != before;
+      },
+      10s));
+  auto campaigner = provider_named(unique_name("campaigner"));
+  auto lead = campaigner->create_election(name).campaign("after the break", 10s);
+  const dlock::leader_info expected{"after the break", lead.term()};
+  CHECK(wait_until(
+      [&] {
+        std::lock_guard lock(mutex);
+        return last == expected;
+      },
+      10s));
 }
