@@ -36,6 +36,9 @@ const char* const help_text =
     "                           SIGKILL to the command's process group (default 10)\n"
     "      --max-hold SECONDS   treat the lock as lost once held this long: the command is\n"
     "                           terminated as for any loss (default: none)\n"
+    "      --min-hold SECONDS   keep an exclusive lock held at least this long from the grant,\n"
+    "                           by the server's clock, even if the command ends sooner or\n"
+    "                           dlock dies: a job runs once per window (docs/recipes.md)\n"
     "  -v, --verbose            report acquire, fencing token and release on stderr\n"
     "  -h, --help               print this help\n"
     "  -V, --version            print the version\n"
@@ -170,6 +173,8 @@ command_line parse_command_line(const std::vector<std::string>& args,
       result.kill_grace = parse_seconds(option, value());
     } else if (option == "--max-hold") {
       result.max_hold = parse_seconds(option, value());
+    } else if (option == "--min-hold") {
+      result.min_hold = parse_seconds(option, value());
     } else if (option == "-v" || option == "--verbose") {
       no_value();
       result.verbose = true;
@@ -184,6 +189,9 @@ command_line parse_command_line(const std::vector<std::string>& args,
     }
   }
 
+  if (result.min_hold && result.kind != lock_kind::exclusive) {
+    throw usage_error("--min-hold is for exclusive locks only");
+  }
   if (!saw_separator && positionals.size() > 2) {
     throw usage_error("missing '--' before the command '" + positionals[2] + "'");
   }

@@ -23,6 +23,8 @@ struct command_line {
   std::chrono::nanoseconds kill_grace = std::chrono::seconds(10);
   /// nullopt: the provider's default (none unless the URL says max_hold=).
   std::optional<std::chrono::nanoseconds> max_hold;
+  /// nullopt: the provider's default (none unless the URL says min_hold=).
+  std::optional<std::chrono::nanoseconds> min_hold;
   bool elect = false;                 ///< dlock elect: campaign in election NAME, not lock it
   std::optional<std::string> value;   ///< dlock elect --value: the leader's value
   bool verbose = false;

@@ -110,6 +110,7 @@ command_line parse_elect_command_line(std::vector<std::string> args,
     throw usage_error("-s, --write and --semaphore are not for dlock elect");
   }
   if (result.max_hold) throw usage_error("--max-hold is not for dlock elect");
+  if (result.min_hold) throw usage_error("--min-hold is not for dlock elect");
   result.elect = true;
   result.value = std::move(value);
   return result;

@@ -209,7 +209,8 @@ void start_locking(const command_line& args, dlock::provider& provider,
   };
   switch (args.kind) {
     case lock_kind::exclusive:
-      acquire(limited(provider.create_lock(args.name)));
+      acquire(limited(args.min_hold ? provider.create_lock(args.name).with_min_hold(*args.min_hold)
+                                    : provider.create_lock(args.name)));
       break;
     case lock_kind::shared:
     case lock_kind::write:

@@ -47,6 +47,7 @@ acquire_request request_for(const lock_target& target, lock_mode mode) {
   request.mode = mode;
   request.max_count = target.max_count;
   request.owner = target.owner.empty() ? target.service->owner() : target.owner;
+  if (target.kind == primitive::lock) request.min_hold = target.min_hold;
   return request;
 }
 

@@ -58,6 +58,10 @@ std::invalid_argument backend::no_token_records(std::string_view option,
       name));
 }
 
+std::string backend::min_hold_refusal() const {
+  return "it keeps nothing of a lock past its release";
+}
+
 bool backend::is_current(const acquire_request& request, std::uint64_t fencing_token) {
   const party_kind wanted =
       request.kind == primitive::lock ? party_kind::exclusive : party_kind::write;

@@ -40,6 +40,13 @@ class lock_service {
     default_max_hold_.store(limit.count(), std::memory_order_relaxed);
   }
 
+  std::chrono::nanoseconds default_min_hold() const noexcept {
+    return std::chrono::nanoseconds(default_min_hold_.load(std::memory_order_relaxed));
+  }
+  void set_default_min_hold(std::chrono::nanoseconds min_hold) noexcept {
+    default_min_hold_.store(min_hold.count(), std::memory_order_relaxed);
+  }
+
   /// The owner stamped on grants whose lock names none (provider::set_owner).
   std::string owner() const {
     std::lock_guard lock(owner_mutex_);
@@ -57,6 +64,7 @@ class lock_service {
   std::shared_ptr<dlock::backend> backend_;
   std::shared_ptr<provider_stats> stats_;
   std::atomic<std::int64_t> default_max_hold_{0};
+  std::atomic<std::int64_t> default_min_hold_{0};
   local_gates gates_;
   mutable std::mutex owner_mutex_;
   std::string owner_;

@@ -21,6 +21,25 @@ lock_target with_max_hold(lock_target target, std::chrono::nanoseconds max_hold)
   return target;
 }
 
+void check_min_hold(const lock_service& service, std::chrono::nanoseconds min_hold,
+                    const std::string& what) {
+  if (min_hold < std::chrono::nanoseconds::zero()) {
+    throw std::invalid_argument("dlock: negative min_hold for " + what);
+  }
+  if (min_hold == std::chrono::nanoseconds::zero()) return;
+  if (auto why = service.backend().min_hold_refusal(); !why.empty()) {
+    throw std::invalid_argument("dlock: " + service.describe() + ": min_hold for " + what +
+                                " is not kept by this backend: " + why);
+  }
+}
+
+lock_target with_min_hold(lock_target target, std::chrono::nanoseconds min_hold) {
+  check_min_hold(*target.service, min_hold,
+                 "lock '" + naming::quote_for_message(target.name) + "'");
+  target.min_hold = min_hold;
+  return target;
+}
+
 lock_target with_owner(lock_target target, std::string owner) {
   validate_owner(owner);
   target.owner = std::move(owner);

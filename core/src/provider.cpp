@@ -16,8 +16,10 @@ provider::provider(std::shared_ptr<backend> backend, error_handler on_error)
 distributed_lock provider::create_lock(std::string_view name) {
   naming::validate_name(name);
   service_->backend().check_name(primitive::lock, name);
-  return distributed_lock(
-      detail::lock_target{service_, primitive::lock, std::string(name), 1, service_->default_max_hold()});
+  detail::lock_target target{service_, primitive::lock, std::string(name), 1,
+                            service_->default_max_hold()};
+  target.min_hold = service_->default_min_hold();
+  return distributed_lock(std::move(target));
 }
 
 distributed_reader_writer_lock provider::create_reader_writer_lock(std::string_view name) {
@@ -53,6 +55,11 @@ void provider::set_default_max_hold(std::chrono::nanoseconds limit) {
     throw std::invalid_argument("dlock: negative default max_hold");
   }
   service_->set_default_max_hold(limit);
+}
+
+void provider::set_default_min_hold(std::chrono::nanoseconds min_hold) {
+  detail::check_min_hold(*service_, min_hold, "the provider's locks");
+  service_->set_default_min_hold(min_hold);
 }
 
 void provider::set_owner(std::string owner) {

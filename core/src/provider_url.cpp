@@ -261,10 +261,13 @@ std::shared_ptr<provider> create_registered_provider(std::string_view url) {
   // Options every backend has are core's to take.
   std::optional<std::chrono::nanoseconds> max_hold;
   if (auto value = parsed.take_option("max_hold")) max_hold = parse_duration("max_hold", *value);
+  std::optional<std::chrono::nanoseconds> min_hold;
+  if (auto value = parsed.take_option("min_hold")) min_hold = parse_duration("min_hold", *value);
   auto owner = parsed.take_option("owner");
   if (owner) validate_owner(*owner);
   auto built = factory(std::move(parsed));
   if (max_hold) built->set_default_max_hold(*max_hold);
+  if (min_hold) built->set_default_min_hold(*min_hold);
   if (owner) built->set_owner(std::move(*owner));
   return built;
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backend.hpp"
+#include "min_hold_support.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
@@ -30,6 +31,30 @@ TEST_CASE("a holder killed with SIGKILL frees the lock for others",
   REQUIRE(holder.wait());
   // Backends with leases free it when the lease or session expires: wait that long.
   CHECK(provider->create_lock(name).try_acquire(60s));
+}
+
+TEST_CASE("a holder killed with SIGKILL before its minimum hold ended keeps the lock until "
+          "grant + min_hold",
+          "[contract][multiprocess][fault][min_hold]") {
+  auto provider = backend().make_provider();
+  if (!contract::keeps_min_hold(*provider)) {
+    DLOCK_SKIP(backend().label() << " refuses minimum holds");
+  }
+  const auto name = unique_name("killed-min-hold");
+  const auto asked = std::chrono::steady_clock::now();
+  child_process holder({support::helper_path(), "hold",
+                        contract::with_url_option(backend().url(), "min_hold=2s"), name, "lock"});
+  auto line = holder.read_line(30s);
+  REQUIRE(line);
+  REQUIRE(line->rfind("acquired ", 0) == 0);
+  holder.signal(SIGKILL);
+  REQUIRE(holder.wait());
+  if (std::chrono::steady_clock::now() - asked < contract::min_hold / 2) {
+    CHECK_FALSE(provider->create_lock(name).try_acquire());
+  }
+  auto next = provider->create_lock(name).acquire(60s);
+  CHECK(std::chrono::steady_clock::now() - asked >= contract::min_hold - contract::clock_slack);
+  CHECK(next.fencing_token() > std::stoull(line->substr(9)));
 }
 
 TEST_CASE("processes contending for one lock never overlap and see increasing tokens",

@@ -92,6 +92,17 @@ class distributed_lock {
     return distributed_lock(detail::with_max_hold(target_, limit));
   }
 
+  /// A copy of this lock whose grants hold it at least `min_hold` from the grant, as the
+  /// server's clock counts (the machine's for the file and memory backends): a release before
+  /// then leaves it held until grant + min_hold, also when the holder's process exits or dies,
+  /// and every dlock acquire of the name, with or without the option, waits for it. For a job
+  /// that must run once per window across hosts whose clocks disagree (docs/recipes.md). Zero:
+  /// none (the provider's default otherwise applies). Throws std::invalid_argument if
+  /// negative, or where the backend cannot keep it (docs/semantics.md, "Minimum hold").
+  [[nodiscard]] distributed_lock with_min_hold(std::chrono::nanoseconds min_hold) const {
+    return distributed_lock(detail::with_min_hold(target_, min_hold));
+  }
+
   /// A copy of this lock whose grants carry `owner` (what inspect() shows; the provider's
   /// owner otherwise, provider::set_owner). Throws std::invalid_argument for an owner over 256
   /// bytes or with a control character.

@@ -94,6 +94,11 @@ class provider : public lock_provider,
   /// Throws std::invalid_argument if negative.
   void set_default_max_hold(std::chrono::nanoseconds limit);
 
+  /// Sets the minimum hold of every exclusive lock this provider creates from now on (zero,
+  /// the default: none); a lock's with_min_hold() overrides it. URL option: `min_hold=5m`.
+  /// Throws std::invalid_argument if negative, or where the backend cannot keep it.
+  void set_default_min_hold(std::chrono::nanoseconds min_hold);
+
   /// The provider's counters so far. Thread-safe.
   provider_metrics metrics() const noexcept;
 

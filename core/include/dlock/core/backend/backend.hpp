@@ -51,6 +51,11 @@ struct acquire_request {
   /// Who asks (validated by core): the backend stores it with the grant where it can, for
   /// inspect() (docs/observability.md). Empty only for requests core makes without one.
   std::string owner;
+  /// A lock's minimum hold (zero for none, and for every other kind): a grant keeps the name
+  /// at least this long from the grant, by the server's clock (the machine's for local
+  /// backends), whenever it is released and also when its holder dies; every acquire of the
+  /// name respects it. Only asked of a backend whose min_hold_refusal() is empty.
+  std::chrono::nanoseconds min_hold{0};
 };
 
 /// Hands `error` to `handler`, or prints its message as one line to stderr when `handler`
@@ -152,6 +157,11 @@ class backend {
   /// object is refused when it is made rather than at every acquire. The default accepts
   /// every name core accepted.
   virtual void check_name(primitive kind, std::string_view name) const;
+
+  /// Why this backend, as configured, cannot keep a lock's minimum hold
+  /// (acquire_request::min_hold), in a few words for std::invalid_argument; empty when it can.
+  /// The default: it cannot.
+  virtual std::string min_hold_refusal() const;
 
   /// The semaphore's current count: max_count minus the slots held, never negative (what
   /// distributed_semaphore::current_count() returns). std::nullopt when this backend cannot

@@ -52,11 +52,22 @@ struct lock_target {
   bool step = false;
   /// The owner stored with its grants; empty: the provider's (provider::set_owner).
   std::string owner;
+  /// Zero: none. Otherwise a lock's grant holds the name at least this long (min_hold).
+  std::chrono::nanoseconds min_hold{0};
 };
 
 /// A copy of `target` whose grants end after `max_hold`. Throws std::invalid_argument for a
 /// negative duration.
 lock_target with_max_hold(lock_target target, std::chrono::nanoseconds max_hold);
+
+/// A copy of `target` whose grants hold its name at least `min_hold`. Throws
+/// std::invalid_argument for a negative duration, or a backend that cannot keep it.
+lock_target with_min_hold(lock_target target, std::chrono::nanoseconds min_hold);
+
+/// Throws std::invalid_argument unless `service`'s backend can keep a minimum hold of
+/// `min_hold` (zero always can); `what` names the lock or the provider's default.
+void check_min_hold(const lock_service& service, std::chrono::nanoseconds min_hold,
+                    const std::string& what);
 
 /// A copy of `target` whose grants carry `owner`. Throws std::invalid_argument for an owner
 /// that validate_owner() rejects.

@@ -1,0 +1,35 @@
+// What the minimum-hold cases share (min_hold_test.cpp, multiprocess_test.cpp).
+#pragma once
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+
+#include <dlock/core.hpp>
+
+namespace contract {
+
+/// Long enough that a release and a refused try fit in it on a loaded machine, short enough
+/// for CI (the "a second or two").
+inline constexpr std::chrono::milliseconds min_hold{2000};
+
+/// How much earlier than grant + min_hold, by this process's clock, a hold may end: the server's
+/// clock and this one tick apart (a local backend reads the same clock).
+inline constexpr std::chrono::milliseconds clock_slack{20};
+
+/// Whether `provider`'s backend keeps minimum holds (it refuses them up front otherwise).
+inline bool keeps_min_hold(dlock::provider& provider) {
+  try {
+    (void)provider.create_lock("min-hold-probe").with_min_hold(min_hold);
+    return true;
+  } catch (const std::invalid_argument&) {
+    return false;
+  }
+}
+
+/// `url` with `option` ("name=value") added to its query.
+inline std::string with_url_option(const std::string& url, const std::string& option) {
+  return url + (url.find('?') == std::string::npos ? '?' : '&') + option;
+}
+
+}  // namespace contract
