@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <dlock/core/backend/naming.hpp>
 
@@ -43,6 +44,8 @@ class memory_acquire final : public acquire_operation {
   boost::asio::any_io_executor executor;
   std::chrono::system_clock::time_point since = std::chrono::system_clock::now();
   bool completed = false;
+  /// Wakes the queue when a minimum hold ends: no release comes then.
+  std::optional<boost::asio::steady_timer> hold_timer;
 };
 
 /// A grant in a domain. `attached` is guarded by the domain's mutex: break_name() detaches a
@@ -109,6 +112,7 @@ void memory_domain::check_max_count(resource& r, const acquire_request& request)
 
 bool memory_domain::grantable(const resource& r, const acquire_request& request) {
   if (request.kind == primitive::semaphore) return r.slots < r.max_count;
+  if (std::chrono::steady_clock::now() < r.held_until) return false;
   if (request.mode == lock_mode::shared) return !r.writer;
   return !r.writer && r.readers == 0;
 }
@@ -121,6 +125,11 @@ std::unique_ptr<lease> memory_domain::grant(const std::string& key, resource& r,
     ++r.readers;
   } else {
     r.writer = true;
+    if (request.min_hold > std::chrono::nanoseconds::zero()) {
+      r.held_until = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         request.min_hold);
+    }
   }
   auto granted = std::make_unique<memory_lease>(shared_from_this(), key, request, ++last_token_);
   r.holders.push_back(granted.get());
@@ -137,6 +146,33 @@ void memory_domain::serve_queue(const std::string& key, resource& r,
     auto granted = grant(key, r, op->request);
     done.push_back({std::move(op), nullptr, std::move(granted)});
   }
+}
+
+// Each waiter queued behind a minimum hold wakes the queue when the hold ends, on its own
+// provider's executor: the waiter of a provider that goes is withdrawn, and the others still
+// wake.
+void memory_domain::wake_after_hold(const std::string& key, resource& r) {
+  if (r.held_until <= std::chrono::steady_clock::now()) return;
+  for (const auto& op : r.queue) {
+    if (op->hold_timer && op->hold_timer->expiry() >= r.held_until) continue;
+    op->hold_timer.emplace(op->executor, r.held_until);
+    op->hold_timer->async_wait(
+        [domain = shared_from_this(), key](const boost::system::error_code& error) {
+          if (!error) domain->serve(key);
+        });
+  }
+}
+
+void memory_domain::serve(const std::string& key) {
+  std::vector<completion> done;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = resources_.find(key);
+    if (it == resources_.end()) return;
+    serve_queue(key, it->second, done);
+    forget_if_idle(it);
+  }
+  complete(done);
 }
 
 void memory_domain::forget_if_idle(std::map<std::string, resource>::iterator it) {
@@ -197,6 +233,7 @@ bool memory_domain::start(const std::shared_ptr<memory_acquire>& op) {
       } else {
         r.queue.push_back(op);
         queued = true;
+        wake_after_hold(key, r);
       }
     } catch (...) {
       op->completed = true;
@@ -250,6 +287,7 @@ void memory_domain::release(memory_lease* released) {
       r.writer = false;
     }
     serve_queue(released->key, r, done);
+    wake_after_hold(released->key, r);
     forget_if_idle(it);
   }
   complete(done);

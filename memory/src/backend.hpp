@@ -61,7 +61,12 @@ class memory_domain : public std::enable_shared_from_this<memory_domain> {
     std::uint32_t max_count = 0;  // semaphores: the count every user must pass
     std::list<std::shared_ptr<memory_acquire>> queue;  // not a deque: an empty one allocates
     std::vector<memory_lease*> holders;
-    bool idle() const { return !writer && readers == 0 && slots == 0 && queue.empty(); }
+    /// Until when the last grant's minimum hold keeps the name (acquire_request::min_hold).
+    std::chrono::steady_clock::time_point held_until{};
+    bool idle() const {
+      return !writer && readers == 0 && slots == 0 && queue.empty() &&
+             held_until <= std::chrono::steady_clock::now();
+    }
   };
   struct completion {
     std::shared_ptr<memory_acquire> op;
@@ -73,6 +78,8 @@ class memory_domain : public std::enable_shared_from_this<memory_domain> {
   void describe(const resource& r, lock_inspection& into) const;
   void check_max_count(resource& r, const acquire_request& request) const;
   static bool grantable(const resource& r, const acquire_request& request);
+  void wake_after_hold(const std::string& key, resource& r);
+  void serve(const std::string& key);
   std::unique_ptr<lease> grant(const std::string& key, resource& r,
                                const acquire_request& request);
   void serve_queue(const std::string& key, resource& r, std::vector<completion>& done);
@@ -98,6 +105,7 @@ class memory_backend final : public dlock::backend, public inline_acquirer {
   ~memory_backend() override;
 
   std::string_view scheme() const noexcept override { return "memory"; }
+  std::string min_hold_refusal() const override { return {}; }
   std::string endpoint() const override;
   inline_acquirer* as_inline_acquirer() noexcept override { return this; }
   bool acquires_inline_locally() const noexcept override { return true; }
