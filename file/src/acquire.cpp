@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 
 #include <dlock/core/backend/naming.hpp>
@@ -88,10 +90,17 @@ void file_acquire::attempt() {
     attempt();
     return;
   }
-  arm_retry_timer(backend_->settings().retry_period);
+  arm_retry_timer(hold_left_ > std::chrono::nanoseconds::zero()
+                      ? std::min<std::chrono::nanoseconds>(hold_left_,
+                                                           backend_->settings().retry_period)
+                      : backend_->settings().retry_period);
 }
 
 std::unique_ptr<lease> file_acquire::try_once() {
+  hold_left_ = std::chrono::nanoseconds::zero();
+  // Semaphores, upgrade gates and elections have files of their own, which no hold reaches.
+  const bool respect_hold =
+      request_.kind == primitive::lock || request_.kind == primitive::reader_writer_lock;
   try {
     if (request_.kind == primitive::semaphore) check_count();
     if (writers_ && !writers_locked_) {
@@ -101,7 +110,7 @@ std::unique_ptr<lease> file_acquire::try_once() {
       writers_locked_ = true;
     }
     for (candidate& c : candidates_) {
-      if (!lock(c, request_.mode)) continue;
+      if (!lock(c, request_.mode, respect_hold)) continue;
       auto granted = grant(c);
       drop_writers_file();
       return granted;
@@ -112,12 +121,22 @@ std::unique_ptr<lease> file_acquire::try_once() {
   return nullptr;
 }
 
-bool file_acquire::lock(candidate& c, lock_mode mode) {
+bool file_acquire::lock(candidate& c, lock_mode mode, bool respect_hold) {
   const std::string& path = c.path;
   for (int reopen = 0;; ++reopen) {
     if (!c.fd) c.fd = open_lock_file(path);
     if (!try_flock(c.fd.get(), mode)) return false;
-    if (path_names_fd(path, c.fd.get())) return true;
+    std::int64_t size = 0;
+    if (path_names_fd(path, c.fd.get(), &size)) {
+      if (respect_hold) {
+        hold_left_ = hold_left(c.fd.get(), size);
+        if (hold_left_ > std::chrono::nanoseconds::zero()) {
+          ::flock(c.fd.get(), LOCK_UN);
+          return false;
+        }
+      }
+      return true;
+    }
     // Locked a file that was removed or replaced since we opened it: that lock
     // excludes nobody. Drop it and lock what the path names now.
     c.fd.reset();
@@ -183,6 +202,10 @@ std::unique_ptr<lease> file_acquire::grant(candidate& c) {
   const bool sole_holder =
       request_.kind != primitive::semaphore && request_.mode == lock_mode::exclusive;
   const std::uint64_t token = next_fencing_token(counter_fd, sole_holder);
+  const std::int64_t hold_until =
+      request_.min_hold > std::chrono::nanoseconds::zero()
+          ? boot_clock_ns() + static_cast<std::int64_t>(request_.min_hold.count())
+          : 0;
   // Readers share their file, so only an exclusive holder can say who it is there. An
   // election's file keeps the leader's record in that place instead (election_board.cpp).
   if (request_.mode == lock_mode::exclusive && request_.kind != primitive::upgrade_gate &&
@@ -195,12 +218,13 @@ std::unique_ptr<lease> file_acquire::grant(candidate& c) {
         .since = std::chrono::system_clock::now(),
         .pid = static_cast<int>(::getpid()),
         .owner = request_.owner,
-        .name = request_.name});
+        .name = request_.name,
+        .hold_until_ns = hold_until});
   }
   // The path goes with the grant (nothing locks this candidate again); the file name stays,
   // since finish() still names the files this acquire waited on.
   return std::make_unique<file_lease>(backend_, std::move(c.path), c.file, std::move(c.fd),
-                                      request_.mode == lock_mode::exclusive, token);
+                                      request_.mode == lock_mode::exclusive, token, hold_until);
 }
 
 void file_acquire::arm_retry_timer(std::chrono::nanoseconds after) {

@@ -56,8 +56,9 @@ class file_acquire final : public acquire_operation,
 
   void attempt();
   /// Locks the file of `c` without blocking, making sure the lock is on the file its path
-  /// names now; false when someone else holds it. Throws file_failure.
-  bool lock(candidate& c, lock_mode mode);
+  /// names now; false when someone else holds it or, for the lock file of a lock or
+  /// reader-writer lock, a minimum hold keeps it (hold_left_). Throws file_failure.
+  bool lock(candidate& c, lock_mode mode, bool respect_hold = false);
   void drop_writers_file() noexcept;
   std::vector<std::string> watched_files() const;
   void check_count();
@@ -77,6 +78,9 @@ class file_acquire final : public acquire_operation,
   // file and dropped once the lock file is ours or the wait ends.
   std::optional<candidate> writers_;
   bool writers_locked_ = false;
+  // What the last pass found left of a minimum hold: the wait looks again when it ends, since
+  // no release comes then.
+  std::chrono::nanoseconds hold_left_{0};
   std::string count_file_;
   unique_fd count_fd_;
   bool waiting_ = false;

@@ -43,6 +43,7 @@ class file_backend final : public dlock::backend,
   ~file_backend() override;
 
   std::string_view scheme() const noexcept override { return "file"; }
+  std::string min_hold_refusal() const override { return {}; }
   std::string endpoint() const override { return directory_.string(); }
   inline_acquirer* as_inline_acquirer() noexcept override { return this; }
   bool acquires_inline_locally() const noexcept override { return true; }

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <ctime>
 #include <charconv>
 #include <cstring>
 #include <fstream>
@@ -19,8 +21,12 @@ namespace dlock::file::detail {
 namespace {
 
 // Lines of key=value, the name last because it may hold any byte, newlines included:
-//   dlock-holder\nkind=write\ntoken=..\nsince_us=..\npid=..\nowner=..\nname=<rest of file>
+//   dlock-holder\n[hold_until_ns=..\n]kind=write\ntoken=..\nsince_us=..\npid=..\nowner=..\n
+//   name=<rest of file>
+// A minimum hold comes first, so that an acquirer reads it in one short pread; versions that
+// know no hold skip the key as any unknown one.
 constexpr std::string_view magic = "dlock-holder\n";
+constexpr std::string_view hold_key = "hold_until_ns=";
 
 std::string_view kind_word(party_kind kind) {
   switch (kind) {
@@ -63,6 +69,11 @@ void write_holder_record(int fd, const holder_record& record) {
   std::string text;
   text.reserve(magic.size() + 96 + record.owner.size() + record.name.size());
   text += magic;
+  if (record.hold_until_ns != 0) {
+    text += hold_key;
+    append_number(text, record.hold_until_ns);
+    text += '\n';
+  }
   text += "kind=";
   text += kind_word(record.kind);
   text += "\ntoken=";
@@ -124,9 +135,37 @@ std::optional<holder_record> read_holder_record(const std::string& path) {
           std::chrono::microseconds(number_of<std::int64_t>(value)));
     }
     if (key == "pid") record.pid = number_of<int>(value);
+    if (key == hold_key.substr(0, hold_key.size() - 1)) {
+      record.hold_until_ns = number_of<std::int64_t>(value);
+    }
     if (key == "owner") record.owner = std::string(value);
   }
   return std::nullopt;
+}
+
+std::int64_t boot_clock_ns() noexcept {
+  timespec now{};
+  ::clock_gettime(CLOCK_BOOTTIME, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+std::chrono::nanoseconds hold_left(int fd, std::int64_t size) {
+  constexpr std::size_t needed = fencing_counter_bytes + magic.size() + hold_key.size();
+  if (size <= static_cast<std::int64_t>(needed)) return std::chrono::nanoseconds::zero();
+  char buffer[needed - fencing_counter_bytes + 24];
+  ssize_t got;
+  do {
+    got = ::pread(fd, buffer, sizeof buffer, fencing_counter_bytes);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) throw file_failure{std::string("pread of the holder record: ") + std::strerror(errno)};
+  std::string_view text(buffer, static_cast<std::size_t>(got));
+  if (!text.starts_with(magic) || !text.substr(magic.size()).starts_with(hold_key)) {
+    return std::chrono::nanoseconds::zero();
+  }
+  text.remove_prefix(magic.size() + hold_key.size());
+  const std::int64_t left = number_of<std::int64_t>(text.substr(0, text.find('\n'))) -
+                            boot_clock_ns();
+  return std::chrono::nanoseconds(std::max<std::int64_t>(left, 0));
 }
 
 std::string read_counter_bytes(const std::string& path) {

@@ -22,7 +22,19 @@ struct holder_record {
   int pid = 0;
   std::string owner;
   std::string name;  ///< the lock's name, so listing needs no unescaping (hashed names)
+  /// Until when (boot_clock_ns()) the grant's minimum hold keeps the name; 0: none. Unlike the
+  /// rest, it outlives its writer: a release before it leaves the record in place.
+  std::int64_t hold_until_ns = 0;
 };
+
+/// CLOCK_BOOTTIME in nanoseconds: one clock for every process on the machine, which no one
+/// sets (a wall-clock jump moves no minimum hold).
+std::int64_t boot_clock_ns() noexcept;
+
+/// How long the minimum hold recorded in the file open as `fd` (of `size` bytes) still keeps
+/// its name; zero when there is none. Reads the file only when it is long enough to hold a
+/// record. Throws file_failure.
+std::chrono::nanoseconds hold_left(int fd, std::int64_t size);
 
 /// Writes `record` after the counter of the file open as `fd`, replacing what was there.
 /// Throws file_failure.

@@ -16,8 +16,11 @@ class file_backend;
 /// A granted file lock: the open, flock'ed file.
 class file_lease final : public dlock::lease {
  public:
+  /// `hold_until_ns` (boot_clock_ns(); 0: none): its minimum hold, whose record a release
+  /// before it leaves in the file.
   file_lease(std::shared_ptr<file_backend> backend, std::string path, std::string file,
-             unique_fd fd, bool exclusive, std::uint64_t fencing_token);
+             unique_fd fd, bool exclusive, std::uint64_t fencing_token,
+             std::int64_t hold_until_ns = 0);
   ~file_lease() override;
   void release() override;
 
@@ -31,12 +34,14 @@ class file_lease final : public dlock::lease {
 
  private:
   void unlock_and_close() noexcept;
+  bool holding_on() const noexcept;
 
   std::shared_ptr<file_backend> backend_;
   std::string path_;
   std::string file_;
   unique_fd fd_;
   bool exclusive_;
+  std::int64_t hold_until_ns_;
 };
 
 }  // namespace dlock::file::detail

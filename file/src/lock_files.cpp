@@ -163,10 +163,11 @@ bool try_flock(int fd, lock_mode mode) {
   return true;
 }
 
-bool path_names_fd(const std::string& path, int fd) {
+bool path_names_fd(const std::string& path, int fd, std::int64_t* size) {
   struct stat by_path {};
   struct stat by_fd {};
   if (::fstat(fd, &by_fd) != 0) fail("fstat", errno);
+  if (size) *size = by_fd.st_size;
   if (::stat(path.c_str(), &by_path) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) return false;
     fail("stat", path, errno);

@@ -50,8 +50,9 @@ unique_fd open_lock_file(const std::string& path);
 bool try_flock(int fd, lock_mode mode);
 
 /// True when `path` still names the file open as `fd` (it was not removed or replaced).
-/// Only then does a lock taken on `fd` exclude everyone who opens `path` later.
-bool path_names_fd(const std::string& path, int fd);
+/// Only then does a lock taken on `fd` exclude everyone who opens `path` later. `size`, when
+/// given, gets the file's size.
+bool path_names_fd(const std::string& path, int fd, std::int64_t* size = nullptr);
 
 /// Reads the fencing counter at the start of the file open as `fd`, stores the next token and
 /// returns it. The next token is max(counter + 1, microseconds since the epoch), so tokens
