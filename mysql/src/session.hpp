@@ -8,9 +8,8 @@
 #include <stop_token>
 #include <string>
 
-#include <dlock/core/backend/session_grants.hpp>
-
 #include "connection.hpp"
+#include "session_grants.hpp"
 
 namespace dlock::mysql::detail {
 
