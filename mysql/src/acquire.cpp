@@ -131,8 +131,7 @@ void mysql_acquire::grant(const query_result& granting) {
 // reserved connection; each slice a wait of its own.
 void mysql_acquire::wait() {
   phase_ = phase::waiting;
-  wait_ = {};
-  perform(wait_, wait_.start({.give_back_after_cancel = true}));
+  start_wait({.give_back_after_cancel = true});
 }
 
 void mysql_acquire::send_wait() {
@@ -148,10 +147,6 @@ void mysql_acquire::send_wait() {
   session_->connection->execute(
       attempt_sql(request_, backend_->statements(), limit, slot),
       [self = shared_from_this()](query_result r) { self->waited(std::move(r)); });
-}
-
-void mysql_acquire::feed(dlock::detail::sql_wait_machine::event e) {
-  perform(wait_, wait_.on(e));
 }
 
 void mysql_acquire::arm_answer_timeout() {
@@ -201,7 +196,8 @@ void mysql_acquire::waited(query_result r) {
   const bool deadline_passed = request_.deadline != std::chrono::steady_clock::time_point::max() &&
                                std::chrono::steady_clock::now() >= request_.deadline;
   // A slice that ended with nothing, and nothing asked of it: wait again.
-  const bool asked_nothing = wait_.current() == dlock::detail::sql_wait_machine::phase::waiting;
+  const bool asked_nothing =
+      wait_machine().current() == dlock::detail::sql_wait_machine::phase::waiting;
   if (answer == event::not_granted && asked_nothing && !deadline_passed) {
     if (request_.kind == primitive::reader_writer_lock && !writes(request_)) {
       pause_before_waiting();  // past the gate, but every reader slot was taken

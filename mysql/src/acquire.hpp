@@ -30,7 +30,7 @@ class mysql_backend;
 /// nothing behind. Runs on the io thread except cancel().
 class mysql_acquire final : public acquire_operation,
                             public std::enable_shared_from_this<mysql_acquire>,
-                            private dlock::detail::sql_wait_io {
+                            private dlock::detail::async_sql_wait_io {
  public:
   mysql_acquire(std::shared_ptr<mysql_backend> backend, acquire_request request,
                 acquire_completion done);
@@ -47,13 +47,12 @@ class mysql_acquire final : public acquire_operation,
   std::unique_ptr<lease> booked(const query_result& granting);
   void grant(const query_result& granting);
   void wait();
-  void feed(dlock::detail::sql_wait_machine::event e);
   void waited(query_result r);
   void pause_before_waiting();
   void stop();
   void arm_timer(std::chrono::nanoseconds after, dlock::detail::sql_wait_machine::event then);
   void end_wait();
-  // The wait's actions (sql_wait_io).
+  // The wait's actions (async_sql_wait_io).
   void send_wait() override;
   void send_cancel() override;
   void arm_answer_timeout() override;
@@ -75,9 +74,8 @@ class mysql_acquire final : public acquire_operation,
   bool stopped_ = false;
   std::uint32_t next_slot_ = 0;  // where a semaphore waits next
   phase phase_ = phase::attempting;
-  dlock::detail::sql_wait_machine wait_;  // the GET_LOCK out now
-  query_result answer_;                   // its answer
-  std::unique_ptr<lease> granted_;        // its grant, booked until it is reported
+  query_result answer_;             // the answer of the GET_LOCK out now
+  std::unique_ptr<lease> granted_;  // its grant, booked until it is reported
   boost::asio::steady_timer timer_;
 };
 

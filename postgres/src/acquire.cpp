@@ -155,8 +155,7 @@ void pg_acquire::wait_for_lock() {
   if (request_.deadline != std::chrono::steady_clock::time_point::max()) {
     lock_timeout_ms_ = lock_timeout_ms(request_.deadline - std::chrono::steady_clock::now());
   }
-  perform(wait_,
-          wait_.start({.deadline_ends_wait = lock_timeout_ms_ != 0, .cancel_repeats = true}));
+  start_wait({.deadline_ends_wait = lock_timeout_ms_ != 0, .cancel_repeats = true});
 }
 
 // At the deadline the server's lock_timeout ends the wait by itself, sooner than a
@@ -164,10 +163,6 @@ void pg_acquire::wait_for_lock() {
 bool pg_acquire::deadline_passed() const {
   return request_.deadline != std::chrono::steady_clock::time_point::max() &&
          std::chrono::steady_clock::now() >= request_.deadline;
-}
-
-void pg_acquire::feed(dlock::detail::sql_wait_machine::event e) {
-  perform(wait_, wait_.on(e));
 }
 
 void pg_acquire::send_wait() {

@@ -38,7 +38,7 @@ std::string joined(std::string statement, const std::string& then);
 /// cancel().
 class pg_acquire final : public acquire_operation,
                          public std::enable_shared_from_this<pg_acquire>,
-                         private dlock::detail::sql_wait_io {
+                         private dlock::detail::async_sql_wait_io {
  public:
   pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_request request,
              acquire_completion done);
@@ -61,9 +61,8 @@ class pg_acquire final : public acquire_operation,
   void grant(const std::string& slot, std::uint64_t token);
   void wait_for_lock();
   bool deadline_passed() const;
-  void feed(dlock::detail::sql_wait_machine::event e);
   void waited(query_result r);
-  // The wait's actions (sql_wait_io).
+  // The wait's actions (async_sql_wait_io).
   void send_wait() override;
   void send_cancel() override;
   void arm_cancel_retry(std::chrono::milliseconds after) override;
@@ -92,10 +91,9 @@ class pg_acquire final : public acquire_operation,
   bool stopped_ = false;
   bool timed_out_ = false;  // stopped at or after the deadline, not by a stop request
   phase phase_ = phase::attempting;
-  dlock::detail::sql_wait_machine wait_;  // a lock's wait, from wait_for_lock()
-  long long lock_timeout_ms_ = 0;         // the wait's; 0: none
-  query_result answer_;                   // the wait's
-  std::unique_ptr<lease> granted_;        // the wait's, booked until it is reported
+  long long lock_timeout_ms_ = 0;   // a lock's wait's, from wait_for_lock(); 0: none
+  query_result answer_;             // the wait's
+  std::unique_ptr<lease> granted_;  // the wait's, booked until it is reported
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer cancel_timer_;
   std::string resource_;
