@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <optional>
 
-#include <boost/asio/post.hpp>
-
 #include "backend.hpp"
 #include "statements.hpp"
 
@@ -46,8 +44,9 @@ std::optional<std::uint64_t> other_max_count(const acquire_request& r, const que
 
 mysql_acquire::mysql_acquire(std::shared_ptr<mysql_backend> backend, acquire_request request,
                              acquire_completion done)
-    : backend_(std::move(backend)), request_(std::move(request)), done_(std::move(done)),
-      resource_(resource_of(request_)), timer_(backend_->executor()) {
+    : pooled_sql_acquire(std::move(backend), std::move(request), std::move(done)),
+      timer_(backend_->executor()) {
+  resource_ = resource_of(request_);
   // Waiters of one semaphore spread over its slots.
   if (request_.kind == primitive::semaphore) {
     next_slot_ = static_cast<std::uint32_t>(
@@ -65,13 +64,6 @@ void mysql_acquire::start() {
         attempting.erase(attempting.find(self->resource_));
         self->attempted(std::move(r));
       });
-}
-
-void mysql_acquire::cancel() noexcept {
-  try {
-    boost::asio::post(backend_->executor(), [self = shared_from_this()] { self->stop(); });
-  } catch (...) {
-  }
 }
 
 // The first attempt, on a shared connection.
@@ -163,8 +155,6 @@ void mysql_acquire::abandon_session() {
 }
 
 void mysql_acquire::book_grant() { granted_ = booked(answer_); }
-
-void mysql_acquire::keep_session() { backend_->sessions().unreserve(session_); }
 
 void mysql_acquire::discard_session() { end_wait(); }
 
