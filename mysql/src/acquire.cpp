@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <optional>
 
-#include <boost/asio/post.hpp>
-
 #include "backend.hpp"
 #include "statements.hpp"
 
@@ -46,8 +44,9 @@ std::optional<std::uint64_t> other_max_count(const acquire_request& r, const que
 
 mysql_acquire::mysql_acquire(std::shared_ptr<mysql_backend> backend, acquire_request request,
                              acquire_completion done)
-    : backend_(std::move(backend)), request_(std::move(request)), done_(std::move(done)),
-      resource_(resource_of(request_)), timer_(backend_->executor()) {
+    : pooled_sql_acquire(std::move(backend), std::move(request), std::move(done)),
+      timer_(backend_->executor()) {
+  resource_ = resource_of(request_);
   // Waiters of one semaphore spread over its slots.
   if (request_.kind == primitive::semaphore) {
     next_slot_ = static_cast<std::uint32_t>(
@@ -65,13 +64,6 @@ void mysql_acquire::start() {
         attempting.erase(attempting.find(self->resource_));
         self->attempted(std::move(r));
       });
-}
-
-void mysql_acquire::cancel() noexcept {
-  try {
-    boost::asio::post(backend_->executor(), [self = shared_from_this()] { self->stop(); });
-  } catch (...) {
-  }
 }
 
 // The first attempt, on a shared connection.
@@ -131,8 +123,7 @@ void mysql_acquire::grant(const query_result& granting) {
 // reserved connection; each slice a wait of its own.
 void mysql_acquire::wait() {
   phase_ = phase::waiting;
-  wait_ = {};
-  perform(wait_, wait_.start({.give_back_after_cancel = true}));
+  start_wait({.give_back_after_cancel = true});
 }
 
 void mysql_acquire::send_wait() {
@@ -150,10 +141,6 @@ void mysql_acquire::send_wait() {
       [self = shared_from_this()](query_result r) { self->waited(std::move(r)); });
 }
 
-void mysql_acquire::feed(dlock::detail::sql_wait_machine::event e) {
-  perform(wait_, wait_.on(e));
-}
-
 void mysql_acquire::arm_answer_timeout() {
   arm_timer(backend_->settings().connect_timeout,
             dlock::detail::sql_wait_machine::event::answer_overdue);
@@ -168,8 +155,6 @@ void mysql_acquire::abandon_session() {
 }
 
 void mysql_acquire::book_grant() { granted_ = booked(answer_); }
-
-void mysql_acquire::keep_session() { backend_->sessions().unreserve(session_); }
 
 void mysql_acquire::discard_session() { end_wait(); }
 
@@ -201,7 +186,8 @@ void mysql_acquire::waited(query_result r) {
   const bool deadline_passed = request_.deadline != std::chrono::steady_clock::time_point::max() &&
                                std::chrono::steady_clock::now() >= request_.deadline;
   // A slice that ended with nothing, and nothing asked of it: wait again.
-  const bool asked_nothing = wait_.current() == dlock::detail::sql_wait_machine::phase::waiting;
+  const bool asked_nothing =
+      wait_machine().current() == dlock::detail::sql_wait_machine::phase::waiting;
   if (answer == event::not_granted && asked_nothing && !deadline_passed) {
     if (request_.kind == primitive::reader_writer_lock && !writes(request_)) {
       pause_before_waiting();  // past the gate, but every reader slot was taken

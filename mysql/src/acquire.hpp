@@ -5,14 +5,14 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <string>
 
 #include <boost/asio/steady_timer.hpp>
 
 #include <dlock/core/backend/backend.hpp>
 
+#include "connection.hpp"
+#include "pooled_sql_acquire.hpp"
 #include "session.hpp"
-#include "sql_wait_io.hpp"
 #include "sql_wait_machine.hpp"
 
 namespace dlock::mysql::detail {
@@ -28,17 +28,14 @@ class mysql_backend;
 /// the waiting connection then gives back whatever the killed batch took, so that the name is
 /// free once the stop is confirmed, and is closed, so that a KILL that lands late leaves
 /// nothing behind. Runs on the io thread except cancel().
-class mysql_acquire final : public acquire_operation,
-                            public std::enable_shared_from_this<mysql_acquire>,
-                            private dlock::detail::sql_wait_io {
+class mysql_acquire final : public dlock::detail::pooled_sql_acquire<mysql_acquire, mysql_backend,
+                                                                     mysql_session, query_result> {
  public:
   mysql_acquire(std::shared_ptr<mysql_backend> backend, acquire_request request,
                 acquire_completion done);
 
   /// Sends the first attempt. Io thread only.
   void start();
-
-  void cancel() noexcept override;
 
  private:
   enum class phase { attempting, waiting, pausing, done };
@@ -47,13 +44,12 @@ class mysql_acquire final : public acquire_operation,
   std::unique_ptr<lease> booked(const query_result& granting);
   void grant(const query_result& granting);
   void wait();
-  void feed(dlock::detail::sql_wait_machine::event e);
   void waited(query_result r);
   void pause_before_waiting();
-  void stop();
+  void stop() override;
   void arm_timer(std::chrono::nanoseconds after, dlock::detail::sql_wait_machine::event then);
   void end_wait();
-  // The wait's actions (sql_wait_io).
+  // The wait's actions (async_sql_wait_io).
   void send_wait() override;
   void send_cancel() override;
   void arm_answer_timeout() override;
@@ -61,23 +57,12 @@ class mysql_acquire final : public acquire_operation,
   void abandon_session() override;
   void give_back() override;
   void book_grant() override;
-  void keep_session() override;
   void discard_session() override;
   void report(dlock::detail::sql_wait_machine::action what) override;
   void complete(std::exception_ptr error, std::unique_ptr<lease> granted);
 
-  std::shared_ptr<mysql_backend> backend_;
-  acquire_request request_;
-  acquire_completion done_;
-  std::string resource_;
-  std::shared_ptr<mysql_session> session_;
-  bool own_session_ = false;
-  bool stopped_ = false;
   std::uint32_t next_slot_ = 0;  // where a semaphore waits next
   phase phase_ = phase::attempting;
-  dlock::detail::sql_wait_machine wait_;  // the GET_LOCK out now
-  query_result answer_;                   // its answer
-  std::unique_ptr<lease> granted_;        // its grant, booked until it is reported
   boost::asio::steady_timer timer_;
 };
 

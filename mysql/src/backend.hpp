@@ -18,11 +18,11 @@
 #include <vector>
 
 #include <dlock/core/backend/backend.hpp>
-#include <dlock/core/backend/pooled_lease.hpp>
-#include <dlock/core/backend/session_keepalive.hpp>
 #include <dlock/mysql/options.hpp>
 
 #include "connection.hpp"
+#include "pooled_lease.hpp"
+#include "session_keepalive.hpp"
 #include "session_pool.hpp"
 #include "statements.hpp"
 

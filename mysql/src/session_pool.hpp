@@ -10,11 +10,10 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include <dlock/core/backend/session_books.hpp>
-
 #include <dlock/mysql/options.hpp>
 
 #include "session.hpp"
+#include "session_books.hpp"
 
 namespace dlock::mysql::detail {
 

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include <boost/asio/post.hpp>
-
 #include "backend.hpp"
 #include "election_key.hpp"
 #include "failure.hpp"
@@ -47,12 +45,13 @@ std::string joined(std::string statement, const std::string& then) {
 
 pg_acquire::pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_request request,
                        acquire_completion done)
-    : backend_(std::move(backend)), request_(std::move(request)), done_(std::move(done)),
+    : pooled_sql_acquire(std::move(backend), std::move(request), std::move(done)),
       key_(key_of(request_)),
       channel_(is_semaphore(request_) ? channel_of(request_.name) : std::string()),
       retry_timer_(backend_->executor()),
-      cancel_timer_(backend_->executor()),
-      resource_(resource_of(request_, key_)) {}
+      cancel_timer_(backend_->executor()) {
+  resource_ = resource_of(request_, key_);
+}
 
 void pg_acquire::start() {
   session_ = backend_->sessions().session_for_attempt(resource_);
@@ -79,13 +78,6 @@ void pg_acquire::give_up_failed_statement(const query_result& r) {
   if (r.connection_broken || r.sqlstate == "40P01") return;  // a deadlock took nothing
   session_->connection->abandon("a lock statement failed (" + r.message +
                                 "): the session may hold what it took");
-}
-
-void pg_acquire::cancel() noexcept {
-  try {
-    boost::asio::post(backend_->executor(), [self = shared_from_this()] { self->stop(); });
-  } catch (...) {
-  }
 }
 
 void pg_acquire::notified() {
@@ -155,8 +147,7 @@ void pg_acquire::wait_for_lock() {
   if (request_.deadline != std::chrono::steady_clock::time_point::max()) {
     lock_timeout_ms_ = lock_timeout_ms(request_.deadline - std::chrono::steady_clock::now());
   }
-  perform(wait_,
-          wait_.start({.deadline_ends_wait = lock_timeout_ms_ != 0, .cancel_repeats = true}));
+  start_wait({.deadline_ends_wait = lock_timeout_ms_ != 0, .cancel_repeats = true});
 }
 
 // At the deadline the server's lock_timeout ends the wait by itself, sooner than a
@@ -164,10 +155,6 @@ void pg_acquire::wait_for_lock() {
 bool pg_acquire::deadline_passed() const {
   return request_.deadline != std::chrono::steady_clock::time_point::max() &&
          std::chrono::steady_clock::now() >= request_.deadline;
-}
-
-void pg_acquire::feed(dlock::detail::sql_wait_machine::event e) {
-  perform(wait_, wait_.on(e));
 }
 
 void pg_acquire::send_wait() {
@@ -207,8 +194,6 @@ void pg_acquire::give_back() {
 void pg_acquire::book_grant() {
   granted_ = booked("0", std::stoull(answer_.value(1).value_or("0")));
 }
-
-void pg_acquire::keep_session() { backend_->sessions().unreserve(session_); }
 
 // A wait's session holds nothing else: closing it frees what the wait took, and leaves a
 // cancel that lands late nothing to hit.

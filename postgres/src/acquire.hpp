@@ -10,8 +10,9 @@
 #include <dlock/core/backend/backend.hpp>
 #include <dlock/postgres/advisory_key.hpp>
 
+#include "pg_connection.hpp"
+#include "pooled_sql_acquire.hpp"
 #include "session.hpp"
-#include "sql_wait_io.hpp"
 #include "sql_wait_machine.hpp"
 
 namespace dlock::postgres::detail {
@@ -36,17 +37,14 @@ std::string joined(std::string statement, const std::string& then);
 /// left at the server. A stop ends a semaphore's wait. The caller hears of a stop within 50 ms
 /// even from a silent server, while the session settles. Runs on the io thread except
 /// cancel().
-class pg_acquire final : public acquire_operation,
-                         public std::enable_shared_from_this<pg_acquire>,
-                         private dlock::detail::sql_wait_io {
+class pg_acquire final : public dlock::detail::pooled_sql_acquire<pg_acquire, postgres_backend,
+                                                                  pg_session, query_result> {
  public:
   pg_acquire(std::shared_ptr<postgres_backend> backend, acquire_request request,
              acquire_completion done);
 
   /// Sends the first attempt. Io thread only.
   void start();
-
-  void cancel() noexcept override;
 
   /// Called by the backend when the semaphore's channel was notified.
   void notified();
@@ -61,9 +59,8 @@ class pg_acquire final : public acquire_operation,
   void grant(const std::string& slot, std::uint64_t token);
   void wait_for_lock();
   bool deadline_passed() const;
-  void feed(dlock::detail::sql_wait_machine::event e);
   void waited(query_result r);
-  // The wait's actions (sql_wait_io).
+  // The wait's actions (async_sql_wait_io).
   void send_wait() override;
   void send_cancel() override;
   void arm_cancel_retry(std::chrono::milliseconds after) override;
@@ -71,7 +68,6 @@ class pg_acquire final : public acquire_operation,
   void abandon_session() override;
   void give_back() override;
   void book_grant() override;
-  void keep_session() override;
   void discard_session() override;
   void report(dlock::detail::sql_wait_machine::action what) override;
   void listen();
@@ -79,26 +75,16 @@ class pg_acquire final : public acquire_operation,
   void attempt_again();
   void end_listening();
   void stop_listening();
-  void stop();
+  void stop() override;
   void complete(std::exception_ptr error, std::unique_ptr<lease> granted);
 
-  std::shared_ptr<postgres_backend> backend_;
-  acquire_request request_;
-  acquire_completion done_;
   advisory_key key_;
   std::string channel_;
-  std::shared_ptr<pg_session> session_;
-  bool own_session_ = false;
-  bool stopped_ = false;
   bool timed_out_ = false;  // stopped at or after the deadline, not by a stop request
   phase phase_ = phase::attempting;
-  dlock::detail::sql_wait_machine wait_;  // a lock's wait, from wait_for_lock()
-  long long lock_timeout_ms_ = 0;         // the wait's; 0: none
-  query_result answer_;                   // the wait's
-  std::unique_ptr<lease> granted_;        // the wait's, booked until it is reported
+  long long lock_timeout_ms_ = 0;  // a lock's wait's, from wait_for_lock(); 0: none
   boost::asio::steady_timer retry_timer_;
   boost::asio::steady_timer cancel_timer_;
-  std::string resource_;
 };
 
 }  // namespace dlock::postgres::detail

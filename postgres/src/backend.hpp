@@ -20,14 +20,14 @@
 #include <string_view>
 
 #include <dlock/core/backend/backend.hpp>
-#include <dlock/core/backend/pooled_lease.hpp>
-#include <dlock/core/backend/session_keepalive.hpp>
 #include <dlock/postgres/options.hpp>
 
 #include "board_connection.hpp"
 #include "cancel_request.hpp"
 #include "caller_sessions.hpp"
 #include "notify_waiters.hpp"
+#include "pooled_lease.hpp"
+#include "session_keepalive.hpp"
 #include "session_pool.hpp"
 #include "sql.hpp"
 

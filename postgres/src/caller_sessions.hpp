@@ -20,11 +20,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <libpq-fe.h>
 
-#include <dlock/core/backend/session_grants.hpp>
 #include <dlock/postgres/options.hpp>
 
 #include "connection_string.hpp"
 #include "pg_connection.hpp"
+#include "session_grants.hpp"
 
 namespace dlock::postgres::detail {
 

@@ -11,12 +11,11 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include <dlock/core/backend/session_books.hpp>
-
 #include <dlock/postgres/options.hpp>
 
 #include "connection_string.hpp"
 #include "session.hpp"
+#include "session_books.hpp"
 
 namespace dlock::postgres::detail {
 

@@ -1,10 +1,10 @@
-// session_grants: the grants of one SQL session, and which resources it holds.
+// session_grants: the grants of one SQL session, and which resources it holds (sql/).
 #include <stop_token>
 #include <string>
 
 #include <catch2/catch.hpp>
 
-#include <dlock/core/backend/session_grants.hpp>
+#include "session_grants.hpp"
 
 namespace {
 
@@ -15,7 +15,7 @@ struct grant {
 
 }  // namespace
 
-TEST_CASE("a session holds a resource while any of its grants of it is booked", "[core]") {
+TEST_CASE("a session holds a resource while any of its grants of it is booked", "[sql][unit]") {
   dlock::session_grants<grant> grants;
   CHECK(grants.empty());
   CHECK_FALSE(grants.holds("a"));
@@ -39,7 +39,7 @@ TEST_CASE("a session holds a resource while any of its grants of it is booked", 
   CHECK_FALSE(grants.holds("b"));
 }
 
-TEST_CASE("booking a grant id twice keeps the first and counts it once", "[core]") {
+TEST_CASE("booking a grant id twice keeps the first and counts it once", "[sql][unit]") {
   dlock::session_grants<grant> grants;
   grants.emplace(7, {"a", {}});
   grants.emplace(7, {"b", {}});

@@ -1,5 +1,5 @@
-// dlock/core/backend/session_books.hpp: the books of a pool of SQL sessions, for backends that
-// hold many locks per connection (for backend implementers; PostgreSQL, MySQL).
+// Private to the SQL backends (dlock::postgres and dlock::mysql): the books of a pool of SQL
+// sessions, for backends that hold many locks per connection.
 #pragma once
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 // (mysql/src/acquire.cpp) only perform the actions and feed the events; unit tests feed every
 // event in every phase without a server (tests/unit/sql_wait_machine_test.cpp).
 //
-// It lives in sql_wait/, compiled once and linked into both backends as objects, rather than in
+// It lives in sql/, compiled once and linked into both backends as objects, rather than in
 // core's installed kit (core/include/dlock/core/backend/): only a server that runs a wait as a
 // statement and cancels it from outside needs it, and a private header may change with them.
 //

@@ -1,7 +1,8 @@
 // Private to the SQL backends: what a backend does for each of sql_wait_machine's actions, so
 // that the dispatch of actions (and the order of a report after its session's verdict) is
 // written once. PostgreSQL's pooled wait, its wait on the caller's thread and MySQL's wait
-// each implement it.
+// each implement it; the two waits on the io thread through async_sql_wait_io, which also
+// holds their machine.
 #pragma once
 
 #include <chrono>
@@ -34,6 +35,28 @@ class sql_wait_io {
   virtual void discard_session() = 0;
   /// Completes the caller with `what` (report_granted, report_declined or report_failed).
   virtual void report(sql_wait_machine::action what) = 0;
+};
+
+/// sql_wait_io with the machine it performs, for the waits on the io thread (the pooled waits of
+/// both backends), which perform each event as it comes, from a handler or from an action that
+/// knows its answer at once. The wait on the caller's thread queues its events instead, and
+/// keeps a machine of its own.
+class async_sql_wait_io : protected sql_wait_io {
+ protected:
+  ~async_sql_wait_io() = default;
+
+  /// Starts a wait afresh (MySQL's semaphores wait in slices, each a wait of its own).
+  void start_wait(const sql_wait_traits& traits) {
+    wait_ = {};
+    perform(wait_, wait_.start(traits));
+  }
+
+  void feed(sql_wait_machine::event e) { perform(wait_, wait_.on(e)); }
+
+  const sql_wait_machine& wait_machine() const noexcept { return wait_; }
+
+ private:
+  sql_wait_machine wait_;
 };
 
 }  // namespace dlock::detail

@@ -1,5 +1,5 @@
-// dlock/core/backend/session_grants.hpp: the grants booked on one SQL session, by id and by
-// resource (for backend implementers; PostgreSQL, MySQL).
+// Private to the SQL backends (dlock::postgres and dlock::mysql): the grants booked on one SQL
+// session, by id and by resource.
 #pragma once
 
 #include <cstddef>

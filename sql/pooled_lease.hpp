@@ -1,5 +1,5 @@
-// dlock/core/backend/pooled_lease.hpp: a grant held on one pooled SQL session, for backends
-// that keep a pool of sessions (for backend implementers; PostgreSQL, MySQL).
+// Private to the SQL backends (dlock::postgres and dlock::mysql): a grant held on one pooled
+// SQL session.
 #pragma once
 
 #include <cstdint>

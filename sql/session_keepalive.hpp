@@ -1,5 +1,5 @@
-// dlock/core/backend/session_keepalive.hpp: the round trips that find a silent connection, for
-// backends that keep a pool of SQL sessions (for backend implementers; PostgreSQL, MySQL).
+// Private to the SQL backends (dlock::postgres and dlock::mysql): the round trips that find a
+// silent connection in a pool of SQL sessions.
 #pragma once
 
 #include <algorithm>
