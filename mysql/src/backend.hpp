@@ -38,6 +38,10 @@ class mysql_backend final : public dlock::backend,
   ~mysql_backend() override;
 
   std::string_view scheme() const noexcept override { return "mysql"; }
+  // As PostgreSQL's (docs/semantics.md, "Minimum hold").
+  std::string min_hold_refusal() const override {
+    return "a named lock ends with its connection, and dlock keeps no record of a hold there";
+  }
   std::string endpoint() const override { return endpoint_; }
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;

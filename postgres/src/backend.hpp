@@ -45,6 +45,12 @@ class postgres_backend final : public dlock::backend,
   ~postgres_backend() override;
 
   std::string_view scheme() const noexcept override { return "postgres"; }
+  // An advisory lock ends with its session; keeping one past its release would take a record
+  // on the server that every acquire reads, which costs more than the floor allows
+  // (docs/semantics.md, "Minimum hold").
+  std::string min_hold_refusal() const override {
+    return "an advisory lock ends with its session, and dlock keeps no record of a hold there";
+  }
   std::string endpoint() const override { return endpoint_; }
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;

@@ -31,6 +31,12 @@ class zookeeper_backend final : public dlock::backend,
   ~zookeeper_backend() override;
 
   std::string_view scheme() const noexcept override { return "zookeeper"; }
+  // Only a TTL node (zookeeper.extendedTypesEnabled) could outlive its session; dlock's nodes
+  // are ephemeral (docs/semantics.md, "Minimum hold").
+  std::string min_hold_refusal() const override {
+    return "a lock node is ephemeral and ends with its session (a hold would need TTL nodes, "
+           "which dlock does not use)";
+  }
   /// The hosts, then the chroot: the C client's connect string.
   std::string endpoint() const override { return options_.hosts + options_.chroot; }
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
