@@ -47,7 +47,9 @@ server_packages=(redis-server redis-tools redis-sentinel zookeeper default-jre-h
                  # A compiler cache: a rebuild of what did not change costs next to nothing
                  ccache
                 # etcd and etcdctl (the tests look at the server and take locks with etcdctl)
-                etcd-server etcd-client)
+                etcd-server etcd-client
+                # libfaketime: the minimum hold's clock-skew test (tests/timing/skew_test.cpp)
+                faketime)
 
 usage() {
   echo "usage: $0 [--backends | --servers]" >&2
