@@ -1,0 +1,104 @@
+// Two hosts whose wall clocks disagree by two seconds run the same job at "the same" scheduled
+// moment, as cron on each would, under one lock with a minimum hold (docs/recipes.md): the job
+// runs once per window, since the hold is counted by the lock server's clock. Without the hold
+// it runs twice per window, which shows the skew is real. Each "host" is a dlock-skew-probe
+// process under libfaketime (Debian's faketime), its monotonic clock left alone.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include <dlock/dlock.hpp>
+
+#include "support.hpp"
+#include "test_servers.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr auto window = 4s;
+constexpr auto skew = 2s;   // the late host's clock is this far behind
+constexpr auto hold = 3s;   // longer than the skew, shorter than the window
+constexpr int windows = 3;
+const char* const faketime_library = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// How many runs each window saw, by window index, when the two hosts of one lock ran
+/// `windows` windows with a minimum hold of `with_hold`.
+std::map<long long, int> runs_per_window(const std::string& url,
+                                        std::chrono::milliseconds with_hold) {
+  support::temp_directory logs;
+  const std::string log = (logs.path() / "runs.log").string();
+  const std::string name = support::unique_name("skew");
+  // Two windows ahead, so both hosts are up before the first; the late host reaches each
+  // window `skew` after the other.
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  const long long first = now / window + 2;
+  auto probe = [&](const std::string& offset, const std::string& who) {
+    return support::child_process(
+        {"/usr/bin/env", std::string("LD_PRELOAD=") + faketime_library, "FAKETIME=" + offset,
+         "FAKETIME_DONT_FAKE_MONOTONIC=1", DLOCK_SKEW_PROBE_PATH, url, name,
+         std::to_string(std::chrono::milliseconds(window).count()), std::to_string(first),
+         std::to_string(windows), std::to_string(with_hold.count()), log, who});
+  };
+  auto on_time = probe("+0", "on-time");
+  auto late = probe("-" + std::to_string(std::chrono::seconds(skew).count()), "late");
+  const auto deadline = window * (windows + 3) + skew;
+  REQUIRE(on_time.wait(std::chrono::duration_cast<std::chrono::milliseconds>(deadline)) == 0);
+  REQUIRE(late.wait(std::chrono::duration_cast<std::chrono::milliseconds>(deadline)) == 0);
+  std::map<long long, int> runs;
+  std::ifstream in(log);
+  long long index = 0;
+  std::string who, token;
+  while (in >> index >> who >> token) ++runs[index];
+  return runs;
+}
+
+void check_once_per_window(const std::string& url) {
+  if (!std::filesystem::exists(faketime_library)) {
+    DLOCK_SKIP("libfaketime is not installed (apt-get install faketime)");
+  }
+  try {
+    (void)dlock::make_provider(url)->create_lock("probe").with_min_hold(hold);
+  } catch (const std::invalid_argument& refused) {
+    DLOCK_SKIP("the backend refuses minimum holds: " << refused.what());
+  }
+  const auto held =
+      runs_per_window(url, std::chrono::duration_cast<std::chrono::milliseconds>(hold));
+  CHECK(held.size() == windows);
+  for (const auto& [index, runs] : held) CHECK(runs == 1);
+  // The same without a hold: the late host finds the job done and the lock free.
+  const auto unheld = runs_per_window(url, 0ms);
+  CHECK(unheld.size() == windows);
+  for (const auto& [index, runs] : unheld) CHECK(runs == 2);
+}
+
+}  // namespace
+
+TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree: file",
+          "[skew]") {
+  support::temp_directory directory;
+  check_once_per_window("file://" + directory.path().string());
+}
+
+#ifdef DLOCK_SKEW_REDIS
+TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree: redis",
+          "[skew]") {
+  check_once_per_window(support::require_test_server_endpoint("DLOCK_TEST_REDIS") +
+                        "?prefix=" + support::unique_name("skew") + ":");
+}
+#endif
+
+#ifdef DLOCK_SKEW_ETCD
+TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree: etcd",
+          "[skew]") {
+  check_once_per_window(support::require_test_server_endpoint("DLOCK_TEST_ETCD"));
+}
+#endif
