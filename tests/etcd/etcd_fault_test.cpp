@@ -1,10 +1,18 @@
 // dlock::etcd under faults: a member restarted, the cluster's leader killed, a majority of the
 // cluster down, a paused member. These kill, pause and restart servers that other tests share,
 // so they run alone (RUN_SERIAL) and leave the servers healthy.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 #include <future>
+#include <mutex>
+#include <optional>
 #include <sstream>
+#include <string>
+#include <string_view>
 
 #include <dlock/dlock.hpp>
 
@@ -53,6 +61,32 @@ std::string cluster_leader() {
 // Lost within a whole loss bound: a check that must stay false that long.
 bool lost_within(const dlock::lock_handle& held, std::chrono::milliseconds bound) {
   return wait_until([&] { return held.lost(); }, bound);
+}
+
+// How many watchers the standalone server keeps, from its /metrics (the gauge
+// etcd_debugging_mvcc_watcher_total); -1 when it cannot be read.
+int server_watchers() {
+  const auto port = support::endpoint_hosts(
+      support::require_test_server_endpoint("DLOCK_TEST_ETCD")).at(0).port;
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string answer;
+  constexpr std::string_view request = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0 &&
+      ::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size())) {
+    char buffer[65536];
+    for (ssize_t got; (got = ::recv(fd, buffer, sizeof buffer, 0)) > 0;) answer.append(buffer, got);
+  }
+  ::close(fd);
+  constexpr std::string_view gauge = "\netcd_debugging_mvcc_watcher_total ";
+  const auto at = answer.find(gauge);
+  if (at == std::string::npos) return -1;
+  return std::atoi(answer.c_str() + at + gauge.size());
 }
 
 }  // namespace
@@ -149,4 +183,31 @@ TEST_CASE("a holder whose member is paused past the TTL sees its lock lost, and 
   resume.now();
   auto again = etcd->create_lock("job").acquire(30s);
   CHECK(again.fencing_token() > held.fencing_token());
+}
+
+TEST_CASE("an election observer's watch is made again after its member restarts, and the "
+          "observation goes on",
+          "[etcd][fault][election]") {
+  const std::string prefix = unique_name("observed-restart") + "/";
+  auto observer = make_etcd(standalone(), prefix);
+  std::mutex mutex;
+  std::optional<dlock::leader_info> last;
+  auto observation = observer->create_election("chair").observe(
+      [&](const std::optional<dlock::leader_info>& leader) {
+        std::lock_guard lock(mutex);
+        last = leader;
+      });
+  REQUIRE(wait_until([] { return server_watchers() >= 1; }, 10s));
+  support::test_servers({"restart", "etcd"});
+  // A restarted server starts with no watcher: the one it counts is the observer's, back.
+  CHECK(wait_until([] { return server_watchers() >= 1; }, 15s));
+  auto campaigner = make_etcd(standalone(), prefix);
+  auto lead = campaigner->create_election("chair").campaign("after the restart", 10s);
+  const dlock::leader_info expected{"after the restart", lead.term()};
+  CHECK(wait_until(
+      [&] {
+        std::lock_guard lock(mutex);
+        return last == expected;
+      },
+      10s));
 }
