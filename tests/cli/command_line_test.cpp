@@ -73,6 +73,8 @@ TEST_CASE("bad usage exits 64 with a one-line error naming what is wrong, then t
       {{"-w", "-3", url, "job", "--", "true"}, "-w wants"},
       {{"-E", "300", url, "job", "--", "true"}, "-E wants an integer from 0 to 255"},
       {{"--max-hold", "forever", url, "job", "--", "true"}, "--max-hold wants seconds"},
+      {{"--min-hold", "soon", url, "job", "--", "true"}, "--min-hold wants seconds"},
+      {{"-s", "--min-hold", "2", url, "job", "--", "true"}, "--min-hold is for exclusive locks"},
       {{"--kill-grace", "-1", url, "job", "--", "true"}, "--kill-grace wants"},
       {{"--semaphore", "0", url, "job", "--", "true"}, "--semaphore wants an integer"},
       {{"-s", "--semaphore", "2", url, "job", "--", "true"}, "conflicts"},

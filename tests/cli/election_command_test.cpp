@@ -107,5 +107,6 @@ TEST_CASE("bad dlock elect and dlock leader usage exits 64", "[cli][election]") 
   CHECK(run_dlock({"elect", url, "a", "--value"}).exit_code == 64);
   CHECK(run_dlock({"elect", "--semaphore", "2", url, "a", "--", "true"}).exit_code == 64);
   CHECK(run_dlock({"elect", "--max-hold", "1", url, "a", "--", "true"}).exit_code == 64);
+  CHECK(run_dlock({"elect", "--min-hold", "1", url, "a", "--", "true"}).exit_code == 64);
   CHECK(run_dlock({"leader", url, ""}).exit_code == 64);
 }

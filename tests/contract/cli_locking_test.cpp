@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "backend.hpp"
+#include "min_hold_support.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
@@ -193,6 +194,23 @@ TEST_CASE("dlock --max-hold ends a command that holds the lock too long, exit 75
   CHECK(dlock.read_line(60s) == std::optional<std::string>("got TERM"));
   CHECK(exit_code_when_done(dlock) == 75);
   CHECK(run_dlock({"-n"}, name, {"true"}) == 0);
+}
+
+TEST_CASE("dlock --min-hold keeps the lock past a quick command, so a run within the hold is "
+          "refused; a backend that cannot keep it is a usage error",
+          "[contract][cli][min_hold]") {
+  const auto name = unique_name("cli-min-hold");
+  if (!contract::keeps_min_hold(*backend().make_provider())) {
+    CHECK(run_dlock({"--min-hold", "2"}, name, {"true"}) == 64);
+    return;
+  }
+  const auto asked = std::chrono::steady_clock::now();
+  CHECK(run_dlock({"--min-hold", "2"}, name, {"true"}) == 0);
+  if (std::chrono::steady_clock::now() - asked < contract::min_hold / 2) {
+    CHECK(run_dlock({"-n"}, name, {"/bin/sh", "-c", "echo should not run; exit 0"}) == 1);
+  }
+  CHECK(run_dlock({"-w", "30"}, name, {"true"}) == 0);
+  CHECK(std::chrono::steady_clock::now() - asked >= contract::min_hold - contract::clock_slack);
 }
 
 TEST_CASE("a command that ignores SIGTERM after a loss is killed after the grace period",
