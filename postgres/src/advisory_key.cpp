@@ -75,7 +75,15 @@ advisory_key advisory_key::from_name(std::string_view name) {
     auto low = parse_hex(name.substr(9));
     if (high && low) return advisory_key(as_int32(*high), as_int32(*low));
   }
-  return advisory_key(hash_name(name));
+  // A thread that takes one lock again and again hashes its name once: SHA-1 cost about as
+  // much as the rest of the client's own work per acquire (docs/benchmarks.md, PostgreSQL).
+  thread_local std::string last_name;
+  thread_local std::int64_t last_hash = 0;
+  if (last_name.empty() || name != last_name) {
+    last_hash = hash_name(name);
+    last_name.assign(name);
+  }
+  return advisory_key(last_hash);
 }
 
 std::string advisory_key::name() const {
