@@ -26,6 +26,25 @@ void held_key::start() {
   listener_ = backend_->keeper().listen(lease_id_, [self = shared_from_this()](
                                                        std::exception_ptr) { self->lose(); });
   watch_from(create_revision_ + 1);
+  if (hold_.lease_id) return_after_hold();
+}
+
+// On the hold's own lease, a dead holder's key would stay that lease's whole TTL after its last
+// renewal however long ago the grant was; past the hold, the provider's lease does as well. A
+// move that fails leaves the key where it is: still correct, and the release sees to it.
+void held_key::return_after_hold() {
+  hold_timer_ = std::make_shared<boost::asio::steady_timer>(backend_->executor(), hold_.until);
+  hold_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->stopped_) return;
+    self->backend_->client().txn(
+        move_key(self->key_, self->create_revision_, self->hold_.value, self->lease_id_),
+        [self](grpc::Status status, pb::TxnResponse response) {
+          if (self->stopped_ || !status.ok() || !response.succeeded()) return;
+          const std::int64_t hold_lease = std::exchange(self->hold_.lease_id, 0);
+          self->backend_->keeper().let_go(hold_lease);
+          revoke_later(*self->backend_, hold_lease);
+        });
+  });
 }
 
 void held_key::watch_from(std::int64_t revision) {
@@ -67,6 +86,7 @@ void held_key::lose() {
 
 void held_key::stop() {
   stopped_ = true;
+  if (hold_timer_) hold_timer_->cancel();
   if (listener_) backend_->keeper().forget(std::exchange(listener_, 0));
   if (watch_) backend_->watches().cancel(std::exchange(watch_, 0));
 }

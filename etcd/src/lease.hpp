@@ -7,6 +7,8 @@
 #include <stop_token>
 #include <string>
 
+#include <boost/asio/steady_timer.hpp>
+
 #include <dlock/core/backend/lease.hpp>
 
 #include "min_hold.hpp"
@@ -37,6 +39,9 @@ class held_key : public std::enable_shared_from_this<held_key> {
   void watch_from(std::int64_t revision);
   void recheck();
   void lose();
+  /// Once the minimum hold is over, moves the key from the hold's own lease back to the
+  /// provider's.
+  void return_after_hold();
 
   std::shared_ptr<etcd_backend> backend_;
   std::string key_;
@@ -46,6 +51,7 @@ class held_key : public std::enable_shared_from_this<held_key> {
   std::stop_source lost_;
   std::uint64_t listener_ = 0;
   std::uint64_t watch_ = 0;
+  std::shared_ptr<boost::asio::steady_timer> hold_timer_;  // until the hold ends
   bool stopped_ = false;
 };
 

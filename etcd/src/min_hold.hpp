@@ -3,10 +3,11 @@
 // etcd keeps time only in leases, so a hold is a lease: a key outlives its release, or its
 // holder's death, by sitting on a lease that the server expires no sooner than grant + min_hold.
 // At grant (acquire.cpp) the provider's lease covers that already, or the key moves to a lease
-// of the hold's own; at a release before grant + min_hold (lease.cpp) the key moves to a fresh
-// lease of the time left. A move is a put of the same value in a Txn guarded by the key's create
-// revision: the revision, so the queue's order and the fencing token, stay; a watcher of the key
-// sees a PUT, which neither dlock nor concurrency.Mutex takes for a delete.
+// of the hold's own, and back once the hold is over; at a release before grant + min_hold
+// (lease.cpp) the key moves to a fresh lease of the time left. A move is a put of the same
+// value in a Txn guarded by the key's create revision: the revision, so the queue's order and
+// the fencing token, stay; a watcher of the key sees a PUT, which neither dlock nor
+// concurrency.Mutex takes for a delete.
 #pragma once
 
 #include <chrono>
