@@ -312,3 +312,29 @@ TEST_CASE("a provider that released a lock before its minimum hold ended waits f
   REQUIRE(keys.size() == 1);
   CHECK(keys[0].substr(prefix.size() + 4).find('_') != std::string::npos);
 }
+
+TEST_CASE("once its minimum hold is over, a key held on a lease of its own goes back to its "
+          "provider's lease, so that a dead holder frees it as soon as without a hold",
+          "[etcd][min_hold]") {
+  const std::string prefix = unique_name("hold-over") + "/";
+  auto etcd = make_etcd(prefix);  // a lease of 3 s: a hold of 4 s needs one of its own
+  auto held = etcd->create_lock("job").with_min_hold(4s).acquire(10s);
+  const auto keys = support::etcd_keys(endpoints(), prefix);
+  REQUIRE(keys.size() == 1);
+  const std::string provider_lease =
+      "\"lease\":" + std::to_string(std::stoll(keys[0].substr(prefix.size() + 4), nullptr, 16));
+  const auto on_provider_lease = [&] {
+    return support::etcdctl(endpoints(), {"get", keys[0], "-w", "json"}).find(provider_lease) !=
+           std::string::npos;
+  };
+  CHECK_FALSE(on_provider_lease());
+  CHECK(wait_until(on_provider_lease, 15s));
+  CHECK_FALSE(held.lost());
+  const std::uint64_t token = held.fencing_token();
+  held.release();
+  // Past the hold, a release deletes the key.
+  CHECK(support::etcd_keys(endpoints(), prefix).empty());
+  auto next = etcd->create_lock("job").try_acquire();
+  REQUIRE(next);
+  CHECK(next->fencing_token() > token);
+}
