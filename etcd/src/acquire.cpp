@@ -1,5 +1,6 @@
 #include "acquire.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -102,7 +103,8 @@ void etcd_acquire::on_claimed(const pb::TxnResponse& response, bool sent_before)
   }
   const auto& existing = response.responses(0).response_range().kvs();
   if (existing.empty()) return claim();  // deleted in between
-  if (sent_before && existing[0].lease() == lease_id_) {
+  if (existing[0].lease() != lease_id_) return claim_another_key();
+  if (sent_before) {
     // Our own claim, whose answer was lost: keep our place.
     own_revision_ = existing[0].create_revision();
     return judge(revision, response.responses(1).response_range().kvs());
@@ -122,6 +124,15 @@ void etcd_acquire::on_claimed(const pb::TxnResponse& response, bool sent_before)
                               self.claim_sent_ = false;
                               self.claim();
                             }));
+}
+
+void etcd_acquire::claim_another_key() {
+  // Reserved before the old one is given back, so that it is another; taking the old one
+  // over or deleting it would end its hold early.
+  const std::string old = std::exchange(key_, backend_->reserve_key(queue_, lease_id_));
+  backend_->unreserve(old);
+  claim_sent_ = false;
+  claim();
 }
 
 void etcd_acquire::list_queue() {
@@ -145,6 +156,7 @@ void etcd_acquire::judge(std::int64_t revision,
   }
   switch (next.next) {
     case verdict::action::grant:
+      if (request_.min_hold > std::chrono::nanoseconds::zero()) return keep_hold();
       return recipe_.feed(event::first_in_queue);
     case verdict::action::requeue:
       return recipe_.feed(event::own_key_gone);  // our key was deleted behind our back
@@ -155,6 +167,45 @@ void etcd_acquire::judge(std::int64_t revision,
   blocker_ = std::move(next);
   listed_at_ = revision;
   recipe_.feed(event::someone_in_front);
+}
+
+// The provider's lease outlives this process by its TTL from the last keepalive the server
+// received. When that already reaches grant + min_hold the key stays where it is; otherwise it
+// moves to a lease of the hold's own, of a TTL no shorter than min_hold nor than the
+// provider's (so the provider's keepalives, every TTL/3, keep it while the grant is held).
+void etcd_acquire::keep_hold() {
+  hold_until_ = std::chrono::steady_clock::now() + request_.min_hold;  // no sooner than etcd's
+  lease_keeper& keeper = backend_->keeper();
+  if (keeper.kept_until() >= hold_until_) return recipe_.feed(event::first_in_queue);
+  pb::LeaseGrantRequest grant;
+  grant.set_ttl(std::max(seconds_up(request_.min_hold), seconds_up(keeper.ttl())));
+  backend_->client().grant(
+      std::move(grant), keeper.ttl(),
+      step([](etcd_acquire& self, grpc::Status status, pb::LeaseGrantResponse response) {
+        if (!status.ok()) return self.on_call_failed(status, "granting a minimum hold's lease");
+        if (!response.error().empty()) {
+          return self.fail(std::make_exception_ptr(connection_error(self.backend_->message(
+              "granting a minimum hold's lease failed: " + response.error(),
+              self.request_.name))));
+        }
+        self.on_hold_lease(response.id());
+      }));
+}
+
+void etcd_acquire::on_hold_lease(std::int64_t hold_lease) {
+  hold_lease_ = hold_lease;
+  backend_->client().txn(
+      move_key(key_, own_revision_, value_, hold_lease),
+      step([](etcd_acquire& self, grpc::Status status, pb::TxnResponse response) {
+        if (!status.ok() || !response.succeeded()) {
+          // Revoked: whether or not the move landed, the key is then on no lease kept alive.
+          revoke_later(*self.backend_, std::exchange(self.hold_lease_, 0));
+          if (!status.ok()) return self.on_call_failed(status, "keeping the minimum hold");
+          return self.recipe_.feed(event::own_key_gone);  // our key went meanwhile
+        }
+        self.backend_->keeper().keep_also(self.hold_lease_);
+        self.recipe_.feed(event::first_in_queue);
+      }));
 }
 
 void etcd_acquire::watch_predecessor() {
@@ -245,6 +296,10 @@ void etcd_acquire::stop_listening() {
   if (watch_) backend_->watches().cancel(std::exchange(watch_, 0));
 }
 
+void etcd_acquire::drop_hold_lease() {
+  if (hold_lease_) revoke_later(*backend_, std::exchange(hold_lease_, 0));
+}
+
 void etcd_acquire::fail(std::exception_ptr error) {
   error_ = std::move(error);
   recipe_.feed(event::failed);
@@ -252,6 +307,7 @@ void etcd_acquire::fail(std::exception_ptr error) {
 
 void etcd_acquire::delete_own_key() {
   stop_listening();
+  drop_hold_lease();
   if (key_.empty()) return recipe_.feed(event::key_deleted);
   const std::string key = std::exchange(key_, {});
   if (!claim_sent_) {
@@ -265,6 +321,7 @@ void etcd_acquire::delete_own_key() {
 
 void etcd_acquire::abandon_own_key() {
   stop_listening();
+  drop_hold_lease();
   if (!key_.empty()) {
     if (claim_sent_) {
       backend_->delete_key(key_, lease_id_);
@@ -279,8 +336,9 @@ void etcd_acquire::abandon_own_key() {
 void etcd_acquire::report(queue_recipe::outcome how) {
   std::unique_ptr<lease> granted;
   if (how == queue_recipe::outcome::granted) {
-    granted = std::make_unique<etcd_lease>(backend_, std::exchange(key_, {}), request_.name,
-                                           lease_id_, own_revision_);
+    granted = std::make_unique<etcd_lease>(
+        backend_, std::exchange(key_, {}), request_.name, lease_id_, own_revision_,
+        min_hold_state{hold_until_, value_, std::exchange(hold_lease_, 0)});
   }
   if (backend_) stop_listening();
   if (recipe_.done()) end();

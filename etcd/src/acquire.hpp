@@ -7,6 +7,7 @@
 // list again. Every step runs on the io thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -21,6 +22,7 @@
 #include "backend.hpp"
 #include "client.hpp"
 #include "key_layout.hpp"
+#include "min_hold.hpp"
 #include "watcher.hpp"
 
 namespace dlock::etcd::detail {
@@ -42,6 +44,15 @@ class etcd_acquire final : public queue_recipe_operation<etcd_acquire> {
   void list_queue() override;
   void judge(std::int64_t revision,
              const google::protobuf::RepeatedPtrField<mvccpb::KeyValue>& kvs);
+  /// Admitted with a minimum hold: makes sure the key lasts until grant + min_hold even if
+  /// this process dies now, then feeds first_in_queue (min_hold.hpp).
+  void keep_hold();
+  void on_hold_lease(std::int64_t hold_lease);
+  /// Another key of this provider's name is in the way (a released grant's, kept until its
+  /// minimum hold ends): queues under a name of its own instead.
+  void claim_another_key();
+  /// Revokes the hold's own lease of a withdrawn or failed acquire (its key goes anyway).
+  void drop_hold_lease();
   void watch_predecessor() override;
   void wait_for_key(const std::string& key, std::int64_t key_revision, std::int64_t listed_at);
   void on_blocker_event();
@@ -74,6 +85,9 @@ class etcd_acquire final : public queue_recipe_operation<etcd_acquire> {
   int stale_deletes_ = 0;       // leftover keys of ours deleted before claiming
   bool renewed_lease_ = false;  // one "lease not found" was answered by a new lease
   std::int64_t own_revision_ = 0;
+  std::chrono::steady_clock::time_point hold_until_ =  // grant + min_hold, once admitted
+      std::chrono::steady_clock::time_point::min();
+  std::int64_t hold_lease_ = 0;  // the hold's own lease, once the key moved to it
   verdict blocker_;             // who keeps us waiting, from the last listing
   std::int64_t listed_at_ = 0;  // ... and the revision of that listing
   std::uint64_t watch_ = 0;

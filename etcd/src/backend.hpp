@@ -48,6 +48,9 @@ class etcd_backend final : public dlock::backend,
                                                    acquire_completion done) override;
   /// max_count minus the keys queued now, never negative; std::nullopt on the io thread.
   std::optional<std::uint32_t> current_count(const acquire_request& request) override;
+  /// Kept (min_hold.hpp): a released grant's key stays on a lease that etcd expires when the
+  /// hold ends, and one that lasts that long from the grant on, so also if its holder dies.
+  std::string min_hold_refusal() const override { return {}; }
   /// Not connected while the lease's keepalives go unanswered or a lost lease is not replaced.
   provider_health health() const override;
 

@@ -13,17 +13,38 @@
 namespace dlock::etcd::detail {
 
 held_key::held_key(std::shared_ptr<etcd_backend> backend, std::string key,
-                   std::int64_t lease_id, std::int64_t create_revision, std::stop_source lost)
+                   std::int64_t lease_id, std::int64_t create_revision, min_hold_state hold,
+                   std::stop_source lost)
     : backend_(std::move(backend)),
       key_(std::move(key)),
       lease_id_(lease_id),
       create_revision_(create_revision),
+      hold_(std::move(hold)),
       lost_(std::move(lost)) {}
 
 void held_key::start() {
   listener_ = backend_->keeper().listen(lease_id_, [self = shared_from_this()](
                                                        std::exception_ptr) { self->lose(); });
   watch_from(create_revision_ + 1);
+  if (hold_.lease_id) return_after_hold();
+}
+
+// On the hold's own lease, a dead holder's key would stay that lease's whole TTL after its last
+// renewal however long ago the grant was; past the hold, the provider's lease does as well. A
+// move that fails leaves the key where it is: still correct, and the release sees to it.
+void held_key::return_after_hold() {
+  hold_timer_ = std::make_shared<boost::asio::steady_timer>(backend_->executor(), hold_.until);
+  hold_timer_->async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->stopped_) return;
+    self->backend_->client().txn(
+        move_key(self->key_, self->create_revision_, self->hold_.value, self->lease_id_),
+        [self](grpc::Status status, pb::TxnResponse response) {
+          if (self->stopped_ || !status.ok() || !response.succeeded()) return;
+          const std::int64_t hold_lease = std::exchange(self->hold_.lease_id, 0);
+          self->backend_->keeper().let_go(hold_lease);
+          revoke_later(*self->backend_, hold_lease);
+        });
+  });
 }
 
 void held_key::watch_from(std::int64_t revision) {
@@ -65,23 +86,36 @@ void held_key::lose() {
 
 void held_key::stop() {
   stopped_ = true;
+  if (hold_timer_) hold_timer_->cancel();
   if (listener_) backend_->keeper().forget(std::exchange(listener_, 0));
   if (watch_) backend_->watches().cancel(std::exchange(watch_, 0));
 }
 
+bool held_key::holds_on() const { return std::chrono::steady_clock::now() < hold_.until; }
+
 void held_key::release(std::function<void(bool, std::string)> done) {
   stop();
-  backend_->delete_key(key_, lease_id_, [done = std::move(done)](grpc::Status status) {
+  // The lease the key is on now: the provider's, or the hold's own it moved to at grant.
+  const std::int64_t key_lease = hold_.lease_id ? hold_.lease_id : lease_id_;
+  if (holds_on()) {
+    return keep_until_hold_ends(backend_, key_, create_revision_, key_lease, hold_,
+                                std::move(done));
+  }
+  if (hold_.lease_id) backend_->keeper().let_go(hold_.lease_id);
+  backend_->delete_key(key_, key_lease, [backend = backend_, hold_lease = hold_.lease_id,
+                                         done = std::move(done)](grpc::Status status) {
+    if (hold_lease) revoke_later(*backend, hold_lease);  // empty now, or its key is to go
     if (done) done(status.ok(), status.ok() ? std::string() : describe(status));
   });
 }
 
 etcd_lease::etcd_lease(std::shared_ptr<etcd_backend> backend, std::string key, std::string name,
-                       std::int64_t lease_id, std::int64_t create_revision)
+                       std::int64_t lease_id, std::int64_t create_revision,
+                       min_hold_state hold)
     : lease(static_cast<std::uint64_t>(create_revision)),
       backend_(std::move(backend)),
       held_(std::make_shared<held_key>(backend_, std::move(key), lease_id, create_revision,
-                                       lost_signal())),
+                                       std::move(hold), lost_signal())),
       name_(std::move(name)) {
   held_->start();
 }
@@ -94,6 +128,7 @@ etcd_lease::~etcd_lease() {
 void etcd_lease::release() {
   released_ = true;
   if (backend_->running_in_this_thread()) return held_->release({});
+  if (held_->holds_on()) return release_holding();
   // The delete goes out from this thread (a blocking call that needs no help from the
   // provider's thread, which may be busy); the watch and the reservation end there.
   boost::asio::post(backend_->executor(), [held = held_] { held->stop(); });
@@ -112,6 +147,27 @@ void etcd_lease::release() {
   throw connection_error(backend_->message(
       "release failed: " + describe(status) +
           " (the provider deletes the key when the cluster answers, or it goes with the lease)",
+      name_));
+}
+
+}  // namespace dlock::etcd::detail
+
+namespace dlock::etcd::detail {
+
+// Two calls (a lease grant, then the move) chained on the provider's thread; this thread waits.
+void etcd_lease::release_holding() {
+  blocking_reply<std::string> reply;  // what failed; empty when etcd confirmed
+  boost::asio::post(backend_->executor(), [held = held_, reply] {
+    held->release([reply](bool confirmed, std::string failure) {
+      reply.set_value(confirmed ? std::string() : std::move(failure));
+    });
+  });
+  const auto failure = reply.get_for(backend_->settings().release_timeout);
+  if ((failure && failure->empty()) || lost()) return;
+  throw connection_error(backend_->message(
+      "release failed: " + (failure ? *failure : std::string("no answer within release_timeout")) +
+          " (the provider moves the key to a lease of the hold's time left when the cluster "
+          "answers, or it goes with the lease)",
       name_));
 }
 

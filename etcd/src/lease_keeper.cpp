@@ -51,6 +51,9 @@ void lease_keeper::with_lease(lease_handler done) {
 
 void lease_keeper::grant() {
   granting_ = true;
+  // The server starts the lease's TTL when it grants it, after this: kept_until() counts
+  // from here.
+  grant_sent_ = std::chrono::steady_clock::now();
   pb::LeaseGrantRequest request;
   request.set_ttl(whole_seconds(ttl_));
   client_.grant(std::move(request), backend_.settings().connect_timeout,
@@ -71,7 +74,7 @@ void lease_keeper::on_granted(grpc::Status status, const pb::LeaseGrantResponse&
   } else {
     lease_ = response.id();
     unanswered_.clear();
-    set_answered(std::chrono::steady_clock::now());
+    set_answered(grant_sent_);
     tick();
   }
   if (error && !lost_why_.empty()) regrant_later();
@@ -129,9 +132,16 @@ void lease_keeper::send_keepalive() {
   request.set_id(*lease_);
   unanswered_.push_back(std::chrono::steady_clock::now());
   stream_->write(std::move(request));
+  for (const std::int64_t hold : holds_) {
+    pb::LeaseKeepAliveRequest renew;
+    renew.set_id(hold);
+    stream_->write(std::move(renew));
+  }
 }
 
 void lease_keeper::on_keepalive(const pb::LeaseKeepAliveResponse& response) {
+  // A hold's lease that expired took its key along: the holder's watch sees the delete.
+  if (holds_.count(response.id()) && response.ttl() <= 0) holds_.erase(response.id());
   if (!lease_ || response.id() != *lease_) return;
   if (response.ttl() <= 0) return lose(*lease_, "the lease expired at the server");
   if (unanswered_.empty()) return;
@@ -147,6 +157,12 @@ std::uint64_t lease_keeper::listen(std::int64_t lease_id, lost_handler on_lost) 
 
 void lease_keeper::forget(std::uint64_t listener) { listeners_.erase(listener); }
 
+std::chrono::steady_clock::time_point lease_keeper::kept_until() const {
+  if (!lease_) return std::chrono::steady_clock::time_point::min();
+  // The server received the keepalive after it was sent and keeps the lease a TTL from then.
+  return answered_sent_ + ttl_;
+}
+
 void lease_keeper::lease_gone(std::int64_t lease_id) {
   if (lease_ == lease_id) lose(lease_id, "the lease is gone at the server");
 }
@@ -154,6 +170,9 @@ void lease_keeper::lease_gone(std::int64_t lease_id) {
 void lease_keeper::lose(std::int64_t lease_id, const std::string& why) {
   if (lease_ != lease_id) return;
   lease_.reset();
+  // Their holders are lost with this lease; their holds run out on their own, at least their
+  // TTL (no shorter than the hold) after the last keepalive.
+  holds_.clear();
   timer_.cancel();
   reopen_timer_.cancel();
   if (stream_) stream_->cancel();

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,18 @@ class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
   /// Lease `lease_id` is gone by etcd's word (a put refused with "lease not found").
   void lease_gone(std::int64_t lease_id);
 
+  /// Until when, by this process's steady clock, the server keeps the current lease at least
+  /// (the send time of the last answered keepalive, plus the TTL); time_point::min() without
+  /// a lease. io thread.
+  std::chrono::steady_clock::time_point kept_until() const;
+  std::chrono::nanoseconds ttl() const noexcept { return ttl_; }
+
+  /// Keeps lease `hold_id` (a minimum hold's, of a TTL no shorter than this one's) alive with
+  /// the provider's lease, on the same stream and cadence, until let_go(hold_id) or the
+  /// provider's lease is lost: then it runs out on its own. io thread.
+  void keep_also(std::int64_t hold_id) { holds_.insert(hold_id); }
+  void let_go(std::int64_t hold_id) { holds_.erase(hold_id); }
+
   /// Stops the keepalives and revokes the lease, waiting up to `timeout` (a blocking gRPC
   /// call). Call once the io thread has stopped.
   void revoke(std::chrono::nanoseconds timeout);
@@ -90,11 +103,13 @@ class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
   boost::asio::steady_timer reopen_timer_;  // a keepalive soon after a stream broke
   std::optional<std::int64_t> lease_;
   bool granting_ = false;
+  std::chrono::steady_clock::time_point grant_sent_;  // when the last grant went out
   std::vector<lease_handler> waiting_;
   std::shared_ptr<stream> stream_;
   std::deque<std::chrono::steady_clock::time_point> unanswered_;  // send times, oldest first
   std::chrono::steady_clock::time_point answered_sent_;  // send time of the last answered one
   std::map<std::uint64_t, listener> listeners_;
+  std::set<std::int64_t> holds_;  // minimum holds' leases kept alive with ours (keep_also)
   std::uint64_t next_listener_ = 1;
 
   // For trouble(), from any thread.

@@ -242,3 +242,99 @@ TEST_CASE("etcd URLs: the path is the key prefix, options are checked", "[etcd][
   REQUIRE_THROWS_AS(dlock::make_provider("etcd://127.0.0.1:1/x?connect_timeout=500ms"),
                     dlock::connection_error);
 }
+
+TEST_CASE("a lock released before its minimum hold ends stays held, for etcdctl lock too, "
+          "until its lease of the time left runs out at etcd, while the holder's provider lives "
+          "on and keeps its own lease",
+          "[etcd][min_hold][interop]") {
+  const std::string prefix = unique_name("hold-released") + "/";
+  auto holder = make_etcd(prefix);
+  const auto asked = std::chrono::steady_clock::now();
+  auto held = holder->create_lock("job").with_min_hold(2s).acquire(10s);
+  held.release();
+  // etcdctl lock, which knows nothing of holds, queues behind the key left in place...
+  etcdctl_lock other(prefix + "job");
+  REQUIRE(wait_until([&] { return support::etcd_keys(endpoints(), prefix).size() == 2; }));
+  // ... and takes the lock once that key's lease runs out, not before grant + 2 s. The lease of
+  // the time left is whole seconds, rounded up; etcd may raise a short TTL to its minimum and
+  // looks for expired leases every 500 ms. On the provider's lease, which the provider still
+  // keeps alive, the key would stay until the provider goes.
+  const auto line = other.process.read_line(30s);
+  const auto took = std::chrono::steady_clock::now() - asked;
+  REQUIRE(line);
+  CHECK(line->rfind(prefix + "job/", 0) == 0);
+  CHECK(took >= 2s - 20ms);
+  CHECK(took < 2s + 4s);
+  CHECK(holder->health().connected);
+}
+
+TEST_CASE("a minimum hold longer than the provider's lease outlives its holder's SIGKILL until "
+          "grant + min_hold, on a lease of its own",
+          "[etcd][min_hold][multiprocess]") {
+  const std::string prefix = unique_name("hold-killed");
+  const auto asked = std::chrono::steady_clock::now();
+  support::child_process holder({support::helper_path(), "hold",
+                                 standalone_url() + "/" + prefix + "?lease=3s&min_hold=6s", "job",
+                                 "lock"});
+  auto line = holder.read_line(30s);
+  REQUIRE(line);
+  REQUIRE(line->rfind("acquired ", 0) == 0);
+  // The key moved at grant from its provider's lease (whose id it bears) to the hold's own.
+  const auto keys = support::etcd_keys(endpoints(), prefix + "/");
+  REQUIRE(keys.size() == 1);
+  const std::string lease_hex = keys[0].substr(prefix.size() + 5);
+  const std::string json = support::etcdctl(endpoints(), {"get", keys[0], "-w", "json"});
+  CHECK(json.find("\"lease\":" + std::to_string(std::stoll(lease_hex, nullptr, 16))) ==
+        std::string::npos);
+  holder.signal(SIGKILL);
+  REQUIRE(holder.wait());
+  // Its provider's lease (3 s) runs out well before grant + 6 s; the hold's keeps the key.
+  auto etcd = make_etcd(prefix + "/");
+  auto next = etcd->create_lock("job").acquire(30s);
+  CHECK(std::chrono::steady_clock::now() - asked >= 6s - 20ms);
+  CHECK(next.fencing_token() > std::stoull(line->substr(9)));
+}
+
+TEST_CASE("a provider that released a lock before its minimum hold ended waits for the hold "
+          "too, queued under another key of its lease",
+          "[etcd][min_hold]") {
+  const std::string prefix = unique_name("hold-again") + "/";
+  auto etcd = make_etcd(prefix);
+  const auto asked = std::chrono::steady_clock::now();
+  auto held = etcd->create_lock("job").with_min_hold(2s).acquire(10s);
+  const std::uint64_t token = held.fencing_token();
+  held.release();
+  // Its key's name is still at etcd, held over: taken over or deleted, it would end the hold.
+  auto again = etcd->create_lock("job").acquire(30s);
+  CHECK(std::chrono::steady_clock::now() - asked >= 2s - 20ms);
+  CHECK(again.fencing_token() > token);
+  const auto keys = support::etcd_keys(endpoints(), prefix);
+  REQUIRE(keys.size() == 1);
+  CHECK(keys[0].substr(prefix.size() + 4).find('_') != std::string::npos);
+}
+
+TEST_CASE("once its minimum hold is over, a key held on a lease of its own goes back to its "
+          "provider's lease, so that a dead holder frees it as soon as without a hold",
+          "[etcd][min_hold]") {
+  const std::string prefix = unique_name("hold-over") + "/";
+  auto etcd = make_etcd(prefix);  // a lease of 3 s: a hold of 4 s needs one of its own
+  auto held = etcd->create_lock("job").with_min_hold(4s).acquire(10s);
+  const auto keys = support::etcd_keys(endpoints(), prefix);
+  REQUIRE(keys.size() == 1);
+  const std::string provider_lease =
+      "\"lease\":" + std::to_string(std::stoll(keys[0].substr(prefix.size() + 4), nullptr, 16));
+  const auto on_provider_lease = [&] {
+    return support::etcdctl(endpoints(), {"get", keys[0], "-w", "json"}).find(provider_lease) !=
+           std::string::npos;
+  };
+  CHECK_FALSE(on_provider_lease());
+  CHECK(wait_until(on_provider_lease, 15s));
+  CHECK_FALSE(held.lost());
+  const std::uint64_t token = held.fencing_token();
+  held.release();
+  // Past the hold, a release deletes the key.
+  CHECK(support::etcd_keys(endpoints(), prefix).empty());
+  auto next = etcd->create_lock("job").try_acquire();
+  REQUIRE(next);
+  CHECK(next->fencing_token() > token);
+}
