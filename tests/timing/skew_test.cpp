@@ -82,14 +82,14 @@ void check_once_per_window(const std::string& url) {
 
 }  // namespace
 
-TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree: file",
+TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree (file)",
           "[skew]") {
   support::temp_directory directory;
   check_once_per_window("file://" + directory.path().string());
 }
 
 #ifdef DLOCK_SKEW_REDIS
-TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree: redis",
+TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree (redis)",
           "[skew]") {
   check_once_per_window(support::require_test_server_endpoint("DLOCK_TEST_REDIS") +
                         "?prefix=" + support::unique_name("skew") + ":");
@@ -97,7 +97,7 @@ TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks
 #endif
 
 #ifdef DLOCK_SKEW_ETCD
-TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree: etcd",
+TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree (etcd)",
           "[skew]") {
   check_once_per_window(support::require_test_server_endpoint("DLOCK_TEST_ETCD"));
 }
