@@ -25,9 +25,10 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 
-/// The single server with `options` ("name=value&...") under this process's prefix.
-std::string url_with(const std::string& options) {
-  return endpoint() + "?prefix=" + prefix() + "&" + options;
+/// `servers` (the single server by default) with `options` ("name=value&...") under this
+/// process's prefix.
+std::string url_with(const std::string& options, const std::string& servers = endpoint()) {
+  return servers + "?prefix=" + prefix() + "&" + options;
 }
 
 long pttl(const std::string& key) { return std::stol(redis_cli({"PTTL", key})); }
@@ -57,10 +58,13 @@ TEST_CASE("a release within the minimum hold leaves the key with its token until
 TEST_CASE("a queued waiter takes a lock released within its hold when the hold ends, not an "
           "extension period later",
           "[redis][min_hold]") {
+  // One server, and RedLock's three (each keeps the hold, and queues the waiter, by itself).
+  const std::string servers = GENERATE(endpoint(), redis_test::redlock_endpoint());
+  CAPTURE(servers);
   // A long expiry: a waiter that learnt nothing of the hold would look again only after
   // extend_every (5 s) or the key's expiry.
-  auto holder = dlock::make_provider(url_with("expiry=15s"));
-  auto waiter = dlock::make_provider(url_with("expiry=15s"));
+  auto holder = dlock::make_provider(url_with("expiry=15s", servers));
+  auto waiter = dlock::make_provider(url_with("expiry=15s", servers));
   const auto name = unique_name("min-hold-queued");
   constexpr auto hold = 1500ms;
   const auto asked = clock_type::now();
@@ -70,8 +74,9 @@ TEST_CASE("a queued waiter takes a lock released within its hold when the hold e
     auto handle = waiter->create_lock(name).acquire(30s);
     return std::pair{clock_type::now(), handle.fencing_token()};
   });
+  const int first_server = redis_test::port_of(servers);
   REQUIRE(wait_until(
-      [&] { return redis_cli({"ZCARD", key_of(name) + ":queue"}) == "1"; }, 10s));
+      [&] { return redis_cli(first_server, {"ZCARD", key_of(name) + ":queue"}) == "1"; }, 10s));
   held.release();
   REQUIRE(next.wait_for(30s) == std::future_status::ready);
   const auto [got_at, token] = next.get();
