@@ -86,7 +86,7 @@ TEST_CASE("a queued waiter takes a lock released within its hold when the hold e
 }
 
 TEST_CASE("a holder killed within a hold longer than its expiry keeps the lock until the hold "
-          "ends: extensions never shorten the key below it",
+          "ends, as extensions never shorten the key below it",
           "[redis][min_hold][multiprocess]") {
   auto provider = dlock::make_provider(url_with("expiry=1s"));
   const auto name = unique_name("min-hold-extended");
