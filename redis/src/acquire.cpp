@@ -188,7 +188,8 @@ class redis_acquire final : public acquire_operation,
         {token_, milliseconds_argument(backend_->settings().expiry),
          std::string(script_argument(keys_.kind)), std::to_string(proposal_),
          std::to_string(request_.max_count), machine_.queued() ? "1" : "0",
-         backend_->epoch_key(), request_.owner, keys_.queue, arrival_},
+         backend_->epoch_key(), request_.owner, keys_.queue, arrival_,
+         milliseconds_argument(request_.min_hold), keys_.hold},
         {nodes_.quorum(keys_.kind), granted_here},
         [self = shared_from_this(), sent](std::vector<command_result> results) {
           self->settle(results, sent);

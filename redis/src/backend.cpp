@@ -71,6 +71,19 @@ redis_backend::~redis_backend() {
   nodes_.reset();
 }
 
+std::string redis_backend::min_hold_refusal() const {
+  // The hold lives in a key beside the lock's (key_set::hold), in its hash tag. A plain key
+  // has no tag, so the key beside it could be another lock's name, and other clients of a
+  // plain key (.NET's DistributedLock.Redis among them) would not keep the hold.
+  if (keys_.dotnet_layout()) {
+    return "layout=dotnet keeps a lock in .NET's plain key, with no room for a hold beside it";
+  }
+  if (options_.plain_keys) {
+    return "plain_keys keeps a lock in a plain key, with no room for a hold beside it";
+  }
+  return {};
+}
+
 std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& request) {
   const key_set keys = keys_for(request);
   const std::string token = random_token();
@@ -78,7 +91,8 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
   const acquire_answer answer = read_acquire_answer(nodes_->eval_here(
       acquire_script(), keys,
       {token, milliseconds_argument(options_.expiry), std::string(script_argument(keys.kind)),
-       "0", std::to_string(request.max_count), "0", "", request.owner, keys.queue}));
+       "0", std::to_string(request.max_count), "0", "", request.owner, keys.queue, "",
+       milliseconds_argument(request.min_hold), keys.hold}));
   // Hands back what the try may hold, from the network thread. Weakly: a strong reference
   // queued on its own network thread would keep the backend (and that thread) alive forever.
   const auto give_back = [&] {
@@ -226,12 +240,13 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
     const command_result result = nodes_->eval_here(
         release_script(), grant->keys,
         {grant->token, std::string(script_argument(grant->keys.kind)), grant->keys.channel,
-         grant->keys.publish, grant->keys.queue});
+         grant->keys.publish, grant->keys.queue, "leave", grant->keys.hold});
     if (result.failure) {
       // It may reach the server late (a silent server): retry it from the network thread
-      // until the grant would have expired, as a lost try's grant is given back.
+      // until the grant would have expired: as a release, which keeps a minimum hold (a
+      // give-back would end it).
       boost::asio::post(network_->executor(), [weak = weak_from_this(), grant] {
-        if (auto self = weak.lock()) self->nodes_->give_back(grant->keys, grant->token);
+        if (auto self = weak.lock()) self->nodes_->release(grant->keys, grant->token, {});
       });
     }
     if (result.failure || result.value.is_error()) {

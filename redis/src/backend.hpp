@@ -67,6 +67,8 @@ class redis_backend final : public dlock::backend,
   }
   /// A round trip: an async acquire does not make it on the initiating thread.
   bool acquires_inline_locally() const noexcept override { return false; }
+  /// Empty (kept: scripts.cpp, hold_function) but with plain keys or .NET's layout.
+  std::string min_hold_refusal() const override;
   /// On a Cluster in .NET's layout, a name whose keys would span hash slots.
   void check_name(primitive kind, std::string_view name) const override;
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;

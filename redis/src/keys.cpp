@@ -102,6 +102,8 @@ key_set key_scheme::keys_for(const acquire_request& request, const dlock::backen
   if ((request.kind == primitive::lock && !plain_keys_) || request.kind == primitive::upgrade_gate) {
     keys.queue = keys.keys[0] + ":queue";
   }
+  // In the lock key's hash tag; a plain key has none, and a name could be another's key.
+  if (request.kind == primitive::lock && !plain_keys_) keys.hold = keys.keys[0] + ":hold";
   return keys;
 }
 

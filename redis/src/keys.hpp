@@ -31,6 +31,9 @@ struct key_set {
   /// granted in turn and a release wakes only the next. Empty: none (other primitives, plain
   /// keys, RedLock).
   std::string queue;
+  /// The key that keeps an exclusive lock's minimum hold (scripts.cpp, hold_function). Empty:
+  /// none can be kept (other primitives, plain keys, .NET's layout).
+  std::string hold;
   /// Other clients may hold these keys and release them without publishing (plain keys: any
   /// SET NX PX client), so a waiter tries again at least every foreign_release_poll.
   bool foreign_holders = false;

@@ -150,7 +150,7 @@ void node_set::release(const key_set& keys, const std::string& token, fan_out_ha
 }
 
 void node_set::give_back(const key_set& keys, const std::string& token, queue_place place) {
-  release_everywhere(keys, token, undo::release, place, {});
+  release_everywhere(keys, token, undo::give_back, place, {});
 }
 
 void node_set::withdraw(const key_set& keys, const std::string& token, fan_out_handler done) {
@@ -184,7 +184,8 @@ void node_set::release_on(std::size_t i, const key_set& keys, const std::string&
   eval_on(i, release_script(), keys,
        {token, std::string(what == undo::withdraw ? withdraw_argument(keys.kind)
                                              : script_argument(keys.kind)),
-        keys.channel, keys.publish, keys.queue, place == queue_place::keep ? "keep" : "leave"},
+        keys.channel, keys.publish, keys.queue, place == queue_place::keep ? "keep" : "leave",
+        what == undo::release ? keys.hold : std::string()},
        [weak, i, keys, token, what, place, until,
         first_answer = std::move(first_answer)](command_result result) mutable {
          const bool retry = result.failure.has_value();

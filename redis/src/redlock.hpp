@@ -110,7 +110,8 @@ class node_set : public std::enable_shared_from_this<node_set> {
   /// What a give-back does with the waiter's place in the queue (key_set::queue): leaves it,
   /// or keeps it (a RedLock waiter's minority grant: its turn is not over).
   enum class queue_place { leave, keep };
-  /// release() with nobody waiting for it: for a try that did not win, or whose reply was lost.
+  /// release() with nobody waiting for it, for a try that did not win or whose reply was lost:
+  /// what was never granted keeps no minimum hold.
   void give_back(const key_set& keys, const std::string& token,
                  queue_place place = queue_place::leave);
   /// Takes a waiter that gives up out of the queues (key_set::queue, a writer's waiting mark)
@@ -132,8 +133,9 @@ class node_set : public std::enable_shared_from_this<node_set> {
  private:
   void eval_on(std::size_t i, const script& which, const key_set& keys,
                const std::vector<std::string>& arguments, reply_handler done);
-  /// What a release_on() sends: a release of the grant, or a waiter's withdrawal.
-  enum class undo { release, withdraw };
+  /// What a release_on() sends: a release of the grant (which keeps a lock's minimum hold), a
+  /// give-back of a try that did not win (which keeps none), or a waiter's withdrawal.
+  enum class undo { release, give_back, withdraw };
   void release_on(std::size_t i, const key_set& keys, const std::string& token, undo what,
                   queue_place place, std::chrono::steady_clock::time_point until,
                   reply_handler first_answer);

@@ -67,6 +67,18 @@ local function owners_key(kind)
 end
 )lua";
 
+// A lock's minimum hold (docs/redis.md, "Minimum hold"): the key key_set::hold, beside the
+// lock's key and in its hash tag, holds the granted token with PX min_hold, so its PTTL is what
+// is left of the hold by the server's clock. The lock's key never lives less than that: while
+// it is there, no acquirer of any version takes the name. nil hold (plain keys, .NET's layout,
+// a give-back): none kept.
+constexpr const char* hold_function = R"lua(
+local function hold_left(hold, token)
+  if not hold or hold == '' or not token or redis.call('GET', hold) ~= token then return 0 end
+  return math.max(redis.call('PTTL', hold), 0)
+end
+)lua";
+
 // KEYS: lock: {key, fence, owners} (an election's lock: {key, fence, owners, leader record});
 // read/write: {writer, fence, readers, waiting writers, owners}; sem: {holders, fence,
 // max_count, owners}.
@@ -87,6 +99,14 @@ end
 -- (one server: its own clock orders them).
 local queue = kind == 'lock' and ARGV[9] and ARGV[9] ~= '' and ARGV[9]
 local arrival = ARGV[10] and ARGV[10] ~= '' and tonumber(ARGV[10])
+-- ARGV[11]: the lock's minimum hold in ms (0: none), ARGV[12] the key that keeps it. A grant
+-- with a hold lives at least that long, and records its end (hold_function).
+local min_hold, hold = tonumber(ARGV[11] or '0'), kind == 'lock' and ARGV[12]
+if not hold or hold == '' then min_hold, hold = 0, nil end
+local lease = math.max(expiry, min_hold)
+local function keep_hold()
+  if min_hold > 0 then redis.call('SET', hold, token, 'PX', min_hold) end
+end
 -- RedLock: a waiting try (ARGV[6]) joins before it may take the lock, wherever the lock is
 -- contended (taken by another, or a queue already there), also when its proposal turns out
 -- stale: every contender is then in every queue it reached, and the same one heads them all.
@@ -131,7 +151,8 @@ local dotnet = dotnet_acquire(token, expiry, kind, max_count, ARGV[6] == '1', gr
 if dotnet then return dotnet end
 if kind == 'lock' or kind == 'write' then
   if holder == token then
-    redis.call('PEXPIRE', KEYS[1], expiry)
+    keep_hold()
+    redis.call('PEXPIRE', KEYS[1], math.max(lease, hold_left(hold, token)))
     if kind == 'write' then redis.call('ZREM', KEYS[4], token) end
     return again()
   end
@@ -141,7 +162,8 @@ if kind == 'lock' then
   -- its place there.
   local head, head_left
   if queued then head, head_left = queue_head(queue) end
-  if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', expiry) then
+  if (not head or head == token) and redis.call('SET', KEYS[1], token, 'NX', 'PX', lease) then
+    keep_hold()
     -- With RedLock a grant here may be a minority, given back: the waiter keeps its place
     -- until its release (release_body) leaves the queue.
     if head and not arrival then leave_queue(queue, token) end
@@ -152,6 +174,10 @@ if kind == 'lock' then
   end
   local ttl = redis.call('PTTL', KEYS[1])
   if ttl < 0 and head_left then return {0, head_left} end
+  -- A holder's release within its hold publishes nothing: the key just expires at the hold's
+  -- end, so a waiter looks again then (and listens for a release after it, as before).
+  local held_for = hold_left(hold, holder)
+  if held_for > 0 and held_for < ttl then return {0, held_for} end
   return {0, ttl}
 end
 local now = now_ms()
@@ -214,13 +240,18 @@ if writer_ttl >= 0 then return {0, writer_ttl} end
 return {0, first_expiry(KEYS[3])}
 )lua";
 
-// ARGV: token, kind, channel, how to publish, the waiters' queue, and "keep" for a RedLock
-// waiter giving back a minority grant: it keeps its place (a release leaves the queue).
+// ARGV: token, kind, channel, how to publish, the waiters' queue, "keep" for a RedLock
+// waiter giving back a minority grant: it keeps its place (a release leaves the queue), and the
+// lock's hold key (none for a give-back: what was never granted keeps nothing).
 constexpr const char* release_body = R"lua(
 local token, kind = ARGV[1], ARGV[2]
 local queue = ARGV[5] and ARGV[5] ~= '' and ARGV[5]
 local queued = queue and redis.call('EXISTS', queue) == 1
 local released = 0
+local hold = kind == 'lock' and ARGV[7]
+-- Within the grant's minimum hold the key stays, with the token, until the hold's end: it
+-- expires then by the server's clock, telling no one (an acquire's answer says when).
+local held_for = 0
 -- Also when the grant is no longer ours (broken, expired): its record goes with it.
 local owners = kind ~= 'withdraw' and owners_key(kind)
 if owners then redis.call('HDEL', owners, token) end
@@ -229,8 +260,13 @@ if dotnet then
   released = dotnet
 elseif kind == 'lock' or kind == 'write' then
   if redis.call('GET', KEYS[1]) == token then
-    redis.call('DEL', KEYS[1])
-    if kind == 'lock' and KEYS[4] then redis.call('DEL', KEYS[4]) end
+    held_for = hold_left(hold, token)
+    if held_for > 0 then
+      redis.call('PEXPIRE', KEYS[1], held_for)
+    else
+      redis.call('DEL', KEYS[1])
+      if kind == 'lock' and KEYS[4] then redis.call('DEL', KEYS[4]) end
+    end
     released = 1
   end
   if queued and ARGV[6] ~= 'keep' then leave_queue(queue, token) end
@@ -249,7 +285,7 @@ elseif kind == 'withdraw' and queue then
 elseif kind == 'withdraw' then
   released = redis.call('ZREM', KEYS[4], token)
 end
-if released == 1 then
+if released == 1 and held_for == 0 then
   -- With a queue, the message names its live head: the others do not wake. A RedLock waiter
   -- that gave back a minority and is still the head tells nobody: only it may take the lock.
   local message = queued and queue_head(queue) or 'released'
@@ -260,11 +296,13 @@ return released
 
 constexpr const char* extend_body = R"lua(
 local token, kind, expiry = ARGV[1], ARGV[2], tonumber(ARGV[3])
+-- ARGV[4]: a lock's hold key; its key never lives less than what is left of the hold.
+local hold = kind == 'lock' and ARGV[4]
 local dotnet = dotnet_extend(token, kind, expiry)
 if dotnet then return dotnet end
 if kind == 'lock' or kind == 'write' then
   if redis.call('GET', KEYS[1]) == token then
-    redis.call('PEXPIRE', KEYS[1], expiry)
+    redis.call('PEXPIRE', KEYS[1], math.max(expiry, hold_left(hold, token)))
     if owners_key(kind) then lengthen(owners_key(kind), expiry) end
     if kind == 'lock' and KEYS[4] then redis.call('PEXPIRE', KEYS[4], expiry) end
     return 1
@@ -341,20 +379,21 @@ const script& make_script(std::string source) {
 const script& acquire_script() {
   static const script& instance =
       make_script(std::string(now_function) + dotnet_functions() + queue_function +
-                  owners_function + acquire_body);
+                  owners_function + hold_function + acquire_body);
   return instance;
 }
 
 const script& release_script() {
   static const script& instance =
       make_script(std::string(now_function) + dotnet_functions() + queue_function +
-                  owners_function + release_body);
+                  owners_function + hold_function + release_body);
   return instance;
 }
 
 const script& extend_script() {
   static const script& instance =
-      make_script(std::string(now_function) + dotnet_functions() + owners_function + extend_body);
+      make_script(std::string(now_function) + dotnet_functions() + owners_function +
+                  hold_function + extend_body);
   return instance;
 }
 

@@ -122,7 +122,7 @@ void watchdog::extend(const std::shared_ptr<held_grant>& grant) {
   owner_.nodes().eval_everywhere(
       extend_script(), grant->keys,
       {grant->token, std::string(script_argument(grant->keys.kind)),
-       milliseconds_argument(expiry)},
+       milliseconds_argument(expiry), grant->keys.hold},
       {owner_.nodes().quorum(grant->keys.kind), extension_confirmed},
       [this, weak = owner_.weak_from_this(), grant, sent](std::vector<command_result> results) {
         auto alive = weak.lock();
