@@ -83,14 +83,14 @@ void check_once_per_window(const std::string& url) {
 }  // namespace
 
 TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree (file)",
-          "[skew]") {
+          "[skew][skew-file]") {
   support::temp_directory directory;
   check_once_per_window("file://" + directory.path().string());
 }
 
 #ifdef DLOCK_SKEW_REDIS
 TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree (redis)",
-          "[skew]") {
+          "[skew][skew-redis]") {
   check_once_per_window(support::require_test_server_endpoint("DLOCK_TEST_REDIS") +
                         "?prefix=" + support::unique_name("skew") + ":");
 }
@@ -98,7 +98,7 @@ TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks
 
 #ifdef DLOCK_SKEW_ETCD
 TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree (etcd)",
-          "[skew]") {
+          "[skew][skew-etcd]") {
   check_once_per_window(support::require_test_server_endpoint("DLOCK_TEST_ETCD"));
 }
 #endif
