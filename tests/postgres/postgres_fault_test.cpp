@@ -42,29 +42,29 @@ std::shared_ptr<dlock::provider> provider_named(const std::string& application,
   return dlock::make_provider(url_named(application, options));
 }
 
-// How many sessions of `application` wait for a lock at the server, asked with psql.
-int sessions_waiting_for_a_lock(const std::string& application) {
-  support::child_process psql(
-      {"/usr/bin/psql", "-X", "-q", "-A", "-t", "-c",
-       "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
-       "application_name = '" + application + "'",
-       server_url()});
-  const auto answer = psql.read_line(10s);
+// The one line psql prints for `query`, or nothing when it printed none in time.
+std::optional<std::string> psql_line(const std::string& query) {
+  support::child_process psql({"/usr/bin/psql", "-X", "-q", "-A", "-t", "-c", query, server_url()});
+  auto answer = psql.read_line(10s);
   psql.wait(10s);
+  return answer;
+}
+
+// How many sessions of `application` wait for a lock at the server.
+int sessions_waiting_for_a_lock(const std::string& application) {
+  const auto answer = psql_line(
+      "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+      "application_name = '" + application + "'");
   return answer ? std::stoi(*answer) : -1;
 }
 
 // The pids of `application`'s sessions at the server whose last statement was a LISTEN,
-// separated by commas, asked with psql; empty when there is none.
+// separated by commas; empty when there is none.
 std::string listening_pids(const std::string& application) {
-  support::child_process psql(
-      {"/usr/bin/psql", "-X", "-q", "-A", "-t", "-c",
-       "SELECT coalesce(string_agg(pid::text, ',' ORDER BY pid), '') FROM pg_stat_activity "
-       "WHERE query ILIKE 'LISTEN%' AND application_name = '" + application + "'",
-       server_url()});
-  const auto answer = psql.read_line(10s);
-  psql.wait(10s);
-  return answer.value_or("");
+  return psql_line(
+             "SELECT coalesce(string_agg(pid::text, ',' ORDER BY pid), '') FROM pg_stat_activity "
+             "WHERE query ILIKE 'LISTEN%' AND application_name = '" + application + "'")
+      .value_or("");
 }
 
 // Requests a stop when destroyed: ends the waits of a failing test before their futures join.

@@ -71,6 +71,13 @@ TEST_CASE("max_hold in any provider URL sets the provider's default maximum hold
   CHECK_THROWS_WITH(dlock::make_provider("memory:///x?max_hold=soon"), Catch::Contains("max_hold"));
 }
 
+TEST_CASE("min_hold in a provider URL sets the default minimum hold, or is refused by name",
+          "[core][url][min_hold]") {
+  CHECK_NOTHROW(dlock::make_provider("memory:///url-min-hold?min_hold=2s"));
+  CHECK_THROWS_WITH(dlock::make_provider("memory:///x?min_hold=soon"), Catch::Contains("min_hold"));
+  CHECK_THROWS_WITH(dlock::make_provider("memory:///x?min_hold=-1s"), Catch::Contains("min_hold"));
+}
+
 TEST_CASE("memory URLs take a domain and nothing else", "[core][url][memory]") {
   CHECK(dlock::make_provider("memory://")->endpoint() == "(default domain)");
   CHECK(dlock::make_provider("memory:///tests")->endpoint() == "tests");
