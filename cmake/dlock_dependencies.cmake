@@ -3,9 +3,12 @@
 # project that finds dlock (a static libdlock-<backend> still needs its libraries at link time).
 #
 # dlock_find_dependencies(<component>) finds them, or stops with a FATAL_ERROR naming the Debian
-# packages that provide them. What only the build needs (protoc, etcd's .proto files, the
-# ZooKeeper client) stays in CMakeLists.txt.
+# packages that provide them. What only the build needs (protoc, etcd's .proto files) stays in
+# CMakeLists.txt.
 include_guard(GLOBAL)
+
+# FindZooKeeper.cmake lives beside this file, in the source tree and in the installed package.
+set(_dlock_dependencies_dir "${CMAKE_CURRENT_LIST_DIR}")
 
 # pkg-config module(s) `modules` as the imported target PkgConfig::<prefix>.
 macro(_dlock_pkg_config component prefix modules packages)
@@ -45,6 +48,20 @@ macro(dlock_find_dependencies component)
   elseif("${component}" STREQUAL "mysql")
     _dlock_pkg_config(mysql dlock_libmariadb libmariadb libmariadb-dev)
     _dlock_package(mysql OpenSSL::Crypto libssl-dev OpenSSL COMPONENTS Crypto)
+  elseif("${component}" STREQUAL "zookeeper")
+    if(NOT TARGET ZooKeeper::zookeeper_st)
+      list(APPEND CMAKE_MODULE_PATH "${_dlock_dependencies_dir}")
+      find_package(ZooKeeper MODULE QUIET)
+      list(POP_BACK CMAKE_MODULE_PATH)
+    endif()
+    if(NOT TARGET ZooKeeper::zookeeper_st)
+      # The two Debian packages conflict; apt removes -mt-dev to install -st-dev.
+      message(FATAL_ERROR "dlock::zookeeper needs the ZooKeeper C client's single-threaded "
+                          "build: apt-get install libzookeeper-st-dev (it replaces "
+                          "libzookeeper-mt-dev; one program cannot link both), set "
+                          "ZooKeeper_ROOT to a tree that has it, or build dlock without "
+                          "zookeeper")
+    endif()
   elseif("${component}" STREQUAL "etcd")
     _dlock_package(etcd gRPC::grpc++ libgrpc++-dev gRPC CONFIG)
     _dlock_package(etcd protobuf::libprotobuf libprotobuf-dev Protobuf)

@@ -27,17 +27,11 @@ if(PkgConfig_FOUND)
   pkg_check_modules(dlock_test_hiredis IMPORTED_TARGET hiredis)
   pkg_check_modules(dlock_test_pqxx IMPORTED_TARGET libpqxx)
 endif()
-find_path(DLOCK_TEST_ZOOKEEPER_INCLUDE_DIR zookeeper/zookeeper.h)
-find_library(DLOCK_TEST_ZOOKEEPER_LIBRARY zookeeper_mt)
-if(DLOCK_TEST_ZOOKEEPER_INCLUDE_DIR AND DLOCK_TEST_ZOOKEEPER_LIBRARY
-   AND NOT TARGET dlock_test_zookeeper_client)
+# ZooKeeper: the single-threaded C client dlock::zookeeper links (cmake/FindZooKeeper.cmake); the
+# tests drive its asynchronous API themselves (tests/servers/zookeeper_client.cpp).
+if(TARGET ZooKeeper::zookeeper_st AND NOT TARGET dlock_test_zookeeper_client)
   add_library(dlock_test_zookeeper_client INTERFACE)
-  target_include_directories(dlock_test_zookeeper_client INTERFACE
-                             "${DLOCK_TEST_ZOOKEEPER_INCLUDE_DIR}")
-  target_link_libraries(dlock_test_zookeeper_client INTERFACE
-                        "${DLOCK_TEST_ZOOKEEPER_LIBRARY}")
-  # The synchronous calls (zoo_create, ...) exist only in the multi-threaded library's API.
-  target_compile_definitions(dlock_test_zookeeper_client INTERFACE THREADED)
+  target_link_libraries(dlock_test_zookeeper_client INTERFACE ZooKeeper::zookeeper_st)
 endif()
 
 # MariaDB (dlock::mysql): the fixture mariadb_server, and the client its tests use.
@@ -94,7 +88,7 @@ endfunction()
 set(dlock_test_missing_library_redis "hiredis (apt-get install libhiredis-dev)")
 set(dlock_test_missing_library_postgres "libpqxx (apt-get install libpqxx-dev)")
 set(dlock_test_missing_library_zookeeper
-    "the ZooKeeper C client (apt-get install libzookeeper-mt-dev)")
+    "the ZooKeeper C client (apt-get install libzookeeper-st-dev)")
 set(dlock_test_missing_library_etcd "etcdctl (apt-get install etcd-client)")
 foreach(server IN ITEMS redis postgres zookeeper etcd)
   string(TOUPPER "${server}" upper)

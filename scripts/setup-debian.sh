@@ -11,10 +11,9 @@
 #                                       Python peers bench/peers.sh compares dlock with (kazoo,
 #                                       redis-py), lld, the sanitizer presets' linker, and ccache
 #
-# With --backends it also extracts libzookeeper_st.a, the ZooKeeper C client's single-threaded
-# build, from Debian's libzookeeper-st-dev of the version installed, into
-# /usr/local/lib/dlock-private: that package cannot be installed beside libzookeeper-mt-dev
-# (cmake/ZooKeeperPrivateClient.cmake says why dlock needs both).
+# The ZooKeeper C client is the single-threaded build, libzookeeper-st-dev, which conflicts with
+# libzookeeper-mt-dev (the same headers): an installed -mt-dev is removed to install it
+# (docs/zookeeper.md, "The C client": one program cannot link both libraries anyway).
 #
 # Idempotent: installed packages are left alone, and `apt-get update` runs only when something is
 # missing. Never prompts (CI=true, no stdin). The servers are installed but not started: the tests
@@ -25,7 +24,7 @@ set -euo pipefail
 demo_packages=(g++ cmake ninja-build make libboost-dev util-linux)
 # The client libraries of the networked backends are build dependencies: they are built by default.
 backend_packages=(pkg-config catch2 libhiredis-dev libpqxx-dev
-                  libzookeeper-mt-dev
+                  libzookeeper-st-dev
                   # dlock::mysql: MariaDB Connector/C, and libcrypto for its name hash.
                   libmariadb-dev libssl-dev
                   # etcd: gRPC and protobuf, and etcd's .proto files the client is generated from
@@ -84,50 +83,7 @@ for package in "${packages[@]}"; do
   is_installed "$package" || missing+=("$package")
 done
 
-private_dir=/usr/local/lib/dlock-private
-zookeeper_st_archive="$private_dir/libzookeeper_st.a"
-zookeeper_st_stamp="$private_dir/libzookeeper_st.version"
-
-# The version of libzookeeper-mt-dev installed, whose -st-dev twin the archive must come from.
-zookeeper_version() { dpkg-query -W -f='${Version}' libzookeeper-mt-dev 2>/dev/null; }
-
-zookeeper_st_current() {
-  [[ -f "$zookeeper_st_archive" && -f "$zookeeper_st_stamp" &&
-     "$(cat "$zookeeper_st_stamp")" == "$(zookeeper_version)" ]]
-}
-
-extract_zookeeper_st() {
-  zookeeper_st_current && return 0
-  local version work
-  version="$(zookeeper_version)"
-  work="$(mktemp -d)"
-  echo "setup-debian: extracting libzookeeper_st.a from libzookeeper-st-dev $version into $private_dir"
-  # apt's download sandbox user must be able to write there.
-  chown _apt "$work" 2>/dev/null || true
-  download() { (cd "$work" && apt-get download -q "libzookeeper-st-dev=$version" </dev/null); }
-  # The package lists may be older than the installed package (or absent): update once.
-  if ! download && ! { apt-get update -q </dev/null && download; }; then
-    rm -rf "$work"
-    echo "setup-debian: cannot download libzookeeper-st-dev=$version (the twin of the" \
-         "libzookeeper-mt-dev installed); run apt-get update, or upgrade libzookeeper-mt-dev" >&2
-    return 1
-  fi
-  dpkg-deb -x "$work"/libzookeeper-st-dev_*.deb "$work/tree"
-  install -D -m 644 "$work/tree/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null ||
-                                         gcc -print-multiarch)/libzookeeper_st.a" \
-          "$zookeeper_st_archive"
-  echo "$version" >"$zookeeper_st_stamp"
-  rm -rf "$work"
-}
-
 if ((${#missing[@]} == 0)); then
-  if $want_backends && ! zookeeper_st_current; then
-    if ((EUID != 0)); then
-      echo "setup-debian: $zookeeper_st_archive is missing or stale; run this script as root" >&2
-      exit 1
-    fi
-    extract_zookeeper_st
-  fi
   echo "setup-debian: everything is installed already"
   exit 0
 fi
@@ -158,10 +114,17 @@ trap restore_policy EXIT
 printf '#!/bin/sh\n# Written by dlock scripts/setup-debian.sh while it installs packages.\nexit 101\n' >"$policy"
 chmod 755 "$policy"
 
+# libzookeeper-st-dev and libzookeeper-mt-dev conflict: name the removal (a trailing '-'), so
+# that apt does it without asking, and says so.
+removals=()
+if $want_backends && is_installed libzookeeper-mt-dev; then
+  echo "setup-debian: removing libzookeeper-mt-dev: libzookeeper-st-dev replaces it"
+  removals+=(libzookeeper-mt-dev-)
+fi
+
 echo "setup-debian: installing ${missing[*]}"
 apt-get update -q </dev/null
-apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
-if $want_backends; then
-  extract_zookeeper_st
-fi
+apt-get install -y -q --no-install-recommends "${missing[@]}" "${removals[@]}" </dev/null
+# Where earlier versions of this script put a private copy of libzookeeper_st.a: nothing reads it.
+rm -rf /usr/local/lib/dlock-private
 echo "setup-debian: done"

@@ -17,22 +17,19 @@ std::string standalone_url() { return support::require_test_server_endpoint("DLO
 
 /// The recipe: set `data_node` to `value` only while `lock_node` (the writer's grant, from
 /// dlock::zookeeper::provider::granted_node) exists, in one transaction. ZOK when written;
-/// ZNONODE when the grant is gone (the session expired, or the lock was broken).
-int fenced_set(zhandle_t* zk, const std::string& lock_node, const std::string& data_node,
-               const std::string& value) {
+/// ZNONODE when the grant is gone (the session expired, or the lock was broken). The
+/// single-threaded client's zoo_amulti, whose answer the session waits for, as docs/fencing.md
+/// does with its poll loop.
+int fenced_set(support::zookeeper_session& zk, const std::string& lock_node,
+               const std::string& data_node, const std::string& value) {
   zoo_op_t ops[2];
   zoo_op_result_t results[2];
   zoo_check_op_init(&ops[0], lock_node.c_str(), -1);  // version -1: exists, any version
   zoo_set_op_init(&ops[1], data_node.c_str(), value.data(), static_cast<int>(value.size()), -1,
                   nullptr);
-  return zoo_multi(zk, 2, ops, results);
-}
-
-std::string data_of(zhandle_t* zk, const std::string& node) {
-  char buffer[256];
-  int length = sizeof buffer;
-  REQUIRE(zoo_get(zk, node.c_str(), 0, buffer, &length, nullptr) == ZOK);
-  return std::string(buffer, static_cast<std::size_t>(std::max(length, 0)));
+  return zk.call([&](zhandle_t* zh, void_completion_t done, const void* data) {
+    return zoo_amulti(zh, 2, ops, results, done, data);
+  });
 }
 
 }  // namespace
@@ -75,17 +72,17 @@ TEST_CASE("a holder paused past its session timeout has its stale write refused 
       const auto children = raw.children(provider->lock_node_path(name));
       REQUIRE(children.size() == 1);
       stale_node = provider->lock_node_path(name) + "/" + children.front();
-      CHECK(fenced_set(raw.native(), stale_node, data_node, "while-held") == ZOK);
+      CHECK(fenced_set(raw, stale_node, data_node, "while-held") == ZOK);
     },
     .newer_writes = [&](const dlock::lock_handle& newer) {
       const auto node = dlock::zookeeper::provider::granted_node(newer);
       REQUIRE(node);
-      CHECK(fenced_set(raw.native(), *node, data_node, "newer") == ZOK);
+      CHECK(fenced_set(raw, *node, data_node, "newer") == ZOK);
     },
     .stale_writes = [&](std::uint64_t) {
-      CHECK(fenced_set(raw.native(), stale_node, data_node, "stale") == ZNONODE);
+      CHECK(fenced_set(raw, stale_node, data_node, "stale") == ZNONODE);
     },
   });
-  CHECK(data_of(raw.native(), data_node) == "newer");
+  CHECK(raw.data(data_node) == "newer");
   CHECK(raw.remove(data_node) == ZOK);
 }

@@ -96,17 +96,6 @@ TEST_CASE("reader-writer and semaphore nodes follow Curator's layouts", "[zookee
         session.czxid(base + "/encoders/leases/" + children[0]));
 }
 
-namespace {
-
-std::string data_of(support::zookeeper_session& session, const std::string& path) {
-  char buffer[512];
-  int length = sizeof buffer;
-  REQUIRE(zoo_get(session.native(), path.c_str(), 0, buffer, &length, nullptr) == ZOK);
-  return std::string(buffer, length > 0 ? static_cast<std::size_t>(length) : 0);
-}
-
-}  // namespace
-
 TEST_CASE("an election's candidate is a LeaderLatch node whose data is the proclaimed value, "
           "and a lock's node carries its owner",
           "[zookeeper][election][inspect]") {
@@ -123,10 +112,10 @@ TEST_CASE("an election's candidate is a LeaderLatch node whose data is the procl
   }
   CHECK(std::regex_match(candidate, std::regex("_c_[0-9a-f-]{36}-latch-[0-9]{10}")));
   CHECK(static_cast<std::int64_t>(lead.term()) == session.czxid(parent + "/" + candidate));
-  CHECK(data_of(session, parent + "/" + candidate) == "first value");
+  CHECK(session.data(parent + "/" + candidate) == "first value");
   lead.proclaim("second value");
-  CHECK(data_of(session, parent + "/" + candidate) == "second value");
-  CHECK(data_of(session, parent + "/" + locker) == "owner of the lock");
+  CHECK(session.data(parent + "/" + candidate) == "second value");
+  CHECK(session.data(parent + "/" + locker) == "owner of the lock");
   lead.resign();
   CHECK(session.children(parent).size() == 1);  // the lock's node stays
 }

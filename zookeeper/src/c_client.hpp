@@ -1,10 +1,13 @@
 // Private to dlock::zookeeper: the ZooKeeper C client, as this library links it.
 //
-// The library carries its own copy of the client's single-threaded build, every symbol
-// renamed (cmake/ZooKeeperPrivateClient.cmake), so that a program may also link Debian's
-// threaded client for calls of its own. The generated header maps the API's names onto the
-// renamed ones; every file of the backend includes the client through this header only.
+// The single-threaded build (libzookeeper_st, cmake/FindZooKeeper.cmake): without THREADED the
+// header declares the asynchronous calls and zookeeper_interest()/zookeeper_process(), which
+// client_pump drives; the synchronous ones belong to the threaded build, which one program
+// cannot link beside this one (the same symbols). Every file of the backend includes the
+// client through this header only.
 #pragma once
 
-#include <dlock_zookeeper_st_names.h>
+#ifdef THREADED
+#error "dlock::zookeeper is built on libzookeeper_st; THREADED declares libzookeeper_mt's API"
+#endif
 #include <zookeeper/zookeeper.h>
