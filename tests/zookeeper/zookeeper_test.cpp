@@ -317,3 +317,28 @@ TEST_CASE("a chroot that does not exist is a clear error, not a retry loop", "[z
                     Catch::Contains("chroot") && Catch::Contains(opts.chroot));
   CHECK(std::chrono::steady_clock::now() - started < 10s);
 }
+
+TEST_CASE("a process that also loads the threaded C client gets an error naming it, before any "
+          "call",
+          "[zookeeper][errors][multiprocess]") {
+  // The helper with Debian's libzookeeper_mt preloaded: its symbols then come first, as in a
+  // program linked with -lzookeeper_mt beside dlock. ASan must be told that the preload comes
+  // ahead of its runtime on purpose.
+  support::child_process helper(
+      {"/bin/sh", "-c",
+       "exec env LD_PRELOAD=libzookeeper_mt.so.2 "
+       "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0\" \"$@\" 2>&1",
+       "sh", support::helper_path(), "hold", server_url() + "/" + unique_name("mt"), "x", "lock"});
+  helper.close_stdin();
+  const std::string output = helper.read_all(30s);
+  if (output.find("cannot be preloaded") != std::string::npos) {
+    WARN("not run: libzookeeper_mt.so.2 (Debian's libzookeeper-mt2) is not installed");
+    return;
+  }
+  CHECK_THAT(output, Catch::Contains("also loads libzookeeper_mt") &&
+                         Catch::Contains(support::zookeeper_hosts(server_url())) &&
+                         !Catch::Contains("acquired"));
+  const auto status = helper.wait(10s);
+  REQUIRE(status);
+  CHECK(support::exit_code(*status) != 0);
+}

@@ -1,5 +1,7 @@
 #include "session.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -31,6 +33,12 @@ constexpr std::chrono::milliseconds resolution_interval{10'000};
 // The C client logs to stderr by default, connection refusals included, once per attempt;
 // dlock reports what matters through exceptions and the error hook instead.
 void discard_client_log(const char*) {}
+
+// libzookeeper_mt defines the same names as libzookeeper_st, so in a process that loaded both
+// (a program, or a library it loads, linked the threaded client) the one loaded first serves
+// every call, and the threaded one's own threads would race this backend's pump. Its
+// synchronous calls are its alone, so finding one shows it.
+bool threaded_client_loaded() { return ::dlsym(RTLD_DEFAULT, "zoo_multi") != nullptr; }
 
 void session_watcher(zhandle_t*, int type, int state, const char*, void* context) {
   if (type != ZOO_SESSION_EVENT) return;
@@ -105,6 +113,12 @@ void zk_session::open_and_wait() {
 }
 
 void zk_session::open() {
+  if (threaded_client_loaded()) {
+    throw dlock::error(owner_.message(
+        "this process also loads libzookeeper_mt, the C client's threaded build, which defines "
+        "the same symbols as libzookeeper_st that dlock::zookeeper links; link only "
+        "libzookeeper_st and make your own ZooKeeper calls with it (docs/zookeeper.md)"));
+  }
   // The endpoint is the connect string: the hosts, then the chroot.
   zhandle_t* handle = zookeeper_init2(owner_.endpoint().c_str(), session_watcher,
                                       milliseconds_of(options_.session_timeout), nullptr,
