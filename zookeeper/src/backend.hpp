@@ -2,10 +2,10 @@
 //
 // Start here. One ZooKeeper session per provider (session.hpp) runs every call; acquire.hpp
 // runs Curator's recipes over it in the layout of node_layout.hpp; a grant is a lease
-// (lease.hpp) whose node held_watch.hpp watches; semaphore_count.hpp counts a semaphore's
-// leases; election_board.cpp keeps leader records in Curator's LeaderLatch layout, and
-// inspector.cpp shows and breaks what the nodes hold. Every recipe step runs on the
-// provider's io thread.
+// (lease.hpp) whose node held_watch.hpp watches, and whose minimum hold min_hold.hpp keeps in
+// a TTL node; semaphore_count.hpp counts a semaphore's leases; election_board.cpp keeps leader
+// records in Curator's LeaderLatch layout, and inspector.cpp shows and breaks what the nodes
+// hold. Every recipe step runs on the provider's io thread.
 #pragma once
 
 #include <cstdint>
