@@ -67,6 +67,11 @@ class backend_fixture {
   /// owner record per lock file, written by its exclusive holder: readers show their process.
   virtual bool inspect_sees_every_owner() const { return true; }
 
+  /// Whether the backend, as the test servers run it, keeps a lock's minimum hold (with_min_hold)
+  /// rather than refusing it. The minimum-hold cases fail when the provider says otherwise, so
+  /// that a server set up without what a hold needs is not taken for a backend that refuses.
+  virtual bool keeps_min_hold() const = 0;
+
   /// Whether the backend's election board pushes word of a change of leader
   /// (election_board::watch; docs/election.md lists the backends that do). A board that
   /// returns a watch is held to it either way; this says one must be returned.

@@ -102,3 +102,12 @@ TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks
   check_once_per_window(support::require_test_server_endpoint("DLOCK_TEST_ETCD"));
 }
 #endif
+
+#ifdef DLOCK_SKEW_ZOOKEEPER
+TEST_CASE("a job under a minimum hold runs once per window on hosts whose clocks disagree "
+          "(zookeeper)",
+          "[skew][skew-zookeeper]") {
+  check_once_per_window(support::require_test_server_endpoint("DLOCK_TEST_ZOOKEEPER") + "/" +
+                        support::unique_name("skew"));
+}
+#endif

@@ -95,6 +95,25 @@ TEST_CASE("dlock waits for Curator's InterProcessMutex on the same path, and the
   CHECK(next.release());
 }
 
+TEST_CASE("Curator's InterProcessMutex passes a dlock minimum hold's node by, which dlock's "
+          "acquirers still respect",
+          "[zookeeper][curator][min_hold]") {
+  if (!java_available()) return;
+  auto zk = make_zookeeper();
+  const std::string path = zk->lock_node_path("job");
+  auto held = zk->create_lock("job").with_min_hold(120s).acquire(10s);
+  curator_holder curator(path, "mutex");
+  // Our node, the hold's TTL node and Curator's: Curator sorts the hold node last and waits
+  // for our node only.
+  CHECK(wait_until([&] { return queue_length(path) == 3; }, 30s));
+  CHECK(curator.still_waiting(300ms));
+  held.release();
+  CHECK(curator.acquired());
+  CHECK(curator.release());
+  // Curator does not read the hold node; dlock does: the hold lasts.
+  CHECK_FALSE(zk->create_lock("job").try_acquire());
+}
+
 TEST_CASE("dlock's reader-writer lock and Curator's InterProcessReadWriteLock exclude each other",
           "[zookeeper][curator]") {
   if (!java_available()) return;

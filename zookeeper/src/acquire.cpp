@@ -10,6 +10,7 @@
 
 #include "backend.hpp"
 #include "lease.hpp"
+#include "min_hold.hpp"
 #include "node_layout.hpp"
 
 namespace dlock::zookeeper::detail {
@@ -61,6 +62,7 @@ void zookeeper_acquire::queue_key() {
   }
   drop_watch();
   drop_own_watch();
+  drop_hold_node();
   for (stage& s : stages_) {
     // A node left from the attempt before (the semaphore's lock) must not block others.
     if (!s.node.empty()) session().remove(s.node, [](zk_reply) {});
@@ -72,7 +74,9 @@ void zookeeper_acquire::queue_key() {
 }
 
 void zookeeper_acquire::create_own() {
-  current().prefix = new_protection_prefix();
+  // Marked, so that a waiter behind us knows to look for our hold when we go (min_hold.hpp).
+  current().prefix =
+      new_protection_prefix() + std::string(takes_hold() ? hold_taker_mark : std::string_view());
   send_create();
 }
 
@@ -206,12 +210,16 @@ void zookeeper_acquire::on_queue(zk_reply reply) {
     predecessor = std::prev(ours)->name;
     blockers = static_cast<int>(ours - queue.begin());
   }
-  if (!predecessor) return at_head_of_queue();
-  predecessor_ = s.parent + "/" + *predecessor;
+  // Another grant's hold keeps the name until the server or its holder deletes its node.
+  const auto hold = respects_holds()
+                        ? other_hold_node(reply.children, hold_node_name(s.czxid))
+                        : std::nullopt;
+  if (!predecessor && !hold) return at_head_of_queue();
+  predecessor_ = s.parent + "/" + (predecessor ? *predecessor : *hold);
   // Nodes are only ever added behind ours, so once the one blocker we watch is deleted,
   // nothing is in our way any longer: the grant needs no second listing (a round trip less
-  // per handoff).
-  last_blocker_ = blockers == 1;
+  // per handoff). Unless a hold may be left: a listing shows it.
+  last_blocker_ = predecessor && blockers == 1 && !hold && !takes_min_hold(*predecessor);
   recipe_.feed(event::someone_in_front);
 }
 
@@ -220,7 +228,41 @@ void zookeeper_acquire::at_head_of_queue() {
     stage_index_ = 1;
     return create_own();
   }
+  if (takes_hold()) return record_hold();
   recipe_.feed(event::first_in_queue);
+}
+
+bool zookeeper_acquire::respects_holds() const {
+  return request_.kind == primitive::lock || request_.kind == primitive::reader_writer_lock;
+}
+
+void zookeeper_acquire::record_hold() {
+  const stage& s = current();
+  hold_node_ = s.parent + "/" + hold_node_name(s.czxid);
+  session().create_ttl(hold_node_, std::to_string(ttl_of(request_.min_hold).count()),
+                       ttl_of(request_.min_hold),
+                       step([](zookeeper_acquire& self, zk_reply reply) {
+                         self.on_hold_recorded(reply);
+                       }));
+}
+
+void zookeeper_acquire::on_hold_recorded(const zk_reply& reply) {
+  // Existing, it is ours: made by a create whose answer was lost with the connection.
+  if (reply.rc == ZOK || reply.rc == ZNODEEXISTS) {
+    hold_until_ = std::chrono::steady_clock::now() + request_.min_hold;
+    return recipe_.feed(event::first_in_queue);
+  }
+  if (reply.rc == ZUNIMPLEMENTED) {
+    return fail(std::make_exception_ptr(connection_error(backend_->message(
+        "the server no longer takes TTL nodes, which min_hold needs (start every server with "
+        "-Dzookeeper.extendedTypesEnabled=true)",
+        request_.name))));
+  }
+  on_call_failed(reply.rc, "create the minimum hold's node");
+}
+
+void zookeeper_acquire::drop_hold_node() {
+  if (!hold_node_.empty()) session().remove(std::exchange(hold_node_, {}), [](zk_reply) {});
 }
 
 void zookeeper_acquire::watch_predecessor() {
@@ -346,6 +388,7 @@ void zookeeper_acquire::fail(std::exception_ptr error) {
 void zookeeper_acquire::delete_own_key() {
   drop_watch();
   drop_own_watch();
+  drop_hold_node();
   auto pending = std::make_shared<int>(0);
   for (stage& s : stages_) {
     if (s.node.empty()) continue;
@@ -360,6 +403,7 @@ void zookeeper_acquire::delete_own_key() {
 void zookeeper_acquire::abandon_own_key() {
   drop_watch();
   drop_own_watch();
+  drop_hold_node();
   for (stage& s : stages_) {
     if (!s.node.empty()) session().remove(std::exchange(s.node, {}), [](zk_reply) {});
   }
@@ -371,9 +415,12 @@ void zookeeper_acquire::report(queue_recipe::outcome how) {
   std::unique_ptr<lease> granted;
   if (how == queue_recipe::outcome::granted) {
     stage& s = current();
+    std::optional<min_hold_grant> hold;
+    if (!hold_node_.empty()) hold = min_hold_grant{std::exchange(hold_node_, {}), hold_until_};
     granted = std::make_unique<zookeeper_lease>(backend_, std::exchange(s.node, {}),
                                                 request_.name, s.czxid,
-                                                std::exchange(own_watch_, nullptr));
+                                                std::exchange(own_watch_, nullptr),
+                                                std::move(hold));
   }
   // Abandoning (a call still out) takes no more wake-ups.
   drop_own_watch();

@@ -6,6 +6,7 @@
 // `<node>/locks` go (InterProcessSemaphoreV2). Every step runs on the io thread.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -86,6 +87,17 @@ class zookeeper_acquire final : public queue_recipe_operation<zookeeper_acquire>
   void on_queue(zk_reply reply);
   void at_head_of_queue();
 
+  // A minimum hold (min_hold.hpp).
+  /// Whether this acquire waits for other grants' holds: a lock's, or a reader-writer lock's
+  /// on the same node.
+  bool respects_holds() const;
+  bool takes_hold() const { return request_.min_hold > std::chrono::nanoseconds::zero(); }
+  /// Creates our grant's hold node, then reports the grant.
+  void record_hold();
+  void on_hold_recorded(const zk_reply& reply);
+  /// Deletes the hold node of a grant not reported (withdrawn, failed, queued again).
+  void drop_hold_node();
+
   // A semaphore's leases stage.
   void check_leases();
   void on_leases(zk_reply reply);
@@ -136,6 +148,8 @@ class zookeeper_acquire final : public queue_recipe_operation<zookeeper_acquire>
   std::shared_ptr<held_watch::early_watch> own_watch_;  // the watch watch_own_node() set
   std::uint64_t watch_serial_ = 0;  // the watch() whose answer still counts (drop_watch ends it)
   std::uint64_t unreachable_id_ = 0;  // our registration with session().when_unreachable()
+  std::string hold_node_;  // our hold node, from its create until the grant is reported
+  std::chrono::steady_clock::time_point hold_until_;  // the hold's end (min_hold_grant::until)
   std::string predecessor_;             // the node in front, from the last listing
   bool last_blocker_ = false;           // ... and all that is in our way
   bool watched_last_blocker_ = false;  // the predecessor watched is all that is in our way

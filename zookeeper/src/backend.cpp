@@ -4,6 +4,7 @@
 #include <dlock/core/backend/naming.hpp>
 
 #include "acquire.hpp"
+#include "min_hold.hpp"
 #include "option_checks.hpp"
 #include "semaphore_count.hpp"
 
@@ -62,7 +63,7 @@ provider_health zookeeper_backend::health() const {
 }
 
 std::vector<zk_reply> zookeeper_backend::ask(const call_sender& send,
-                                             const std::string& no_answer) {
+                                             const std::string& no_answer) const {
   std::vector<blocking_reply<zk_reply>> answers;
   send([&answers] {
     blocking_reply<zk_reply> answer;
@@ -83,6 +84,12 @@ std::vector<zk_reply> zookeeper_backend::ask(const call_sender& send,
       std::chrono::steady_clock::now() + options_.release_timeout);
   if (!all_came) throw connection_error(no_answer);
   return replies;
+}
+
+std::string zookeeper_backend::min_hold_refusal() const {
+  std::lock_guard lock(ttl_answer_mutex_);
+  if (!ttl_refusal_) ttl_refusal_ = ask_for_ttl_nodes(*this);
+  return *ttl_refusal_;
 }
 
 std::optional<std::uint32_t> zookeeper_backend::current_count(const acquire_request& request) {

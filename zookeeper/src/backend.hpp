@@ -2,15 +2,16 @@
 //
 // Start here. One ZooKeeper session per provider (session.hpp) runs every call; acquire.hpp
 // runs Curator's recipes over it in the layout of node_layout.hpp; a grant is a lease
-// (lease.hpp) whose node held_watch.hpp watches; semaphore_count.hpp counts a semaphore's
-// leases; election_board.cpp keeps leader records in Curator's LeaderLatch layout, and
-// inspector.cpp shows and breaks what the nodes hold. Every recipe step runs on the
-// provider's io thread.
+// (lease.hpp) whose node held_watch.hpp watches, and whose minimum hold min_hold.hpp keeps in
+// a TTL node; semaphore_count.hpp counts a semaphore's leases; election_board.cpp keeps leader
+// records in Curator's LeaderLatch layout, and inspector.cpp shows and breaks what the nodes
+// hold. Every recipe step runs on the provider's io thread.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,12 +32,10 @@ class zookeeper_backend final : public dlock::backend,
   ~zookeeper_backend() override;
 
   std::string_view scheme() const noexcept override { return "zookeeper"; }
-  // Only a TTL node (zookeeper.extendedTypesEnabled) could outlive its session; dlock's nodes
-  // are ephemeral (docs/semantics.md, "Minimum hold").
-  std::string min_hold_refusal() const override {
-    return "a lock node is ephemeral and ends with its session (a hold would need TTL nodes, "
-           "which dlock does not use)";
-  }
+  /// Empty when the server takes TTL nodes, which keep a hold past its holder's session
+  /// (min_hold.hpp); else why not, naming the server setting. Asks the server the first time
+  /// and keeps a clear answer. Throws connection_error when it does not answer.
+  std::string min_hold_refusal() const override;
   /// The hosts, then the chroot: the C client's connect string.
   std::string endpoint() const override { return options_.hosts + options_.chroot; }
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
@@ -65,19 +64,22 @@ class zookeeper_backend final : public dlock::backend,
   /// Makes the calls of `send` and waits for every answer, up to release_timeout in all;
   /// returns them in call order. Works on any thread; on the io thread it reads the answers
   /// itself (zk_session::await). Throws connection_error(`no_answer`) when one does not come.
-  std::vector<zk_reply> ask(const call_sender& send, const std::string& no_answer);
+  std::vector<zk_reply> ask(const call_sender& send, const std::string& no_answer) const;
 
   const options& settings() const noexcept { return options_; }
   /// `<base_path>/<escaped name>`.
   std::string node_of(std::string_view name) const;
 
-  zk_session& session() noexcept { return *session_; }
+  zk_session& session() const noexcept { return *session_; }
   held_watch& held() noexcept { return *held_; }
 
  private:
   options options_;
   std::shared_ptr<zk_session> session_;
   std::shared_ptr<held_watch> held_;
+  // min_hold_refusal()'s answer, once the server gave a clear one.
+  mutable std::mutex ttl_answer_mutex_;
+  mutable std::optional<std::string> ttl_refusal_;
 };
 
 }  // namespace dlock::zookeeper::detail

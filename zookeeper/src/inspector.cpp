@@ -9,6 +9,7 @@
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
+#include "min_hold.hpp"
 #include "node_layout.hpp"
 
 namespace dlock::zookeeper::detail {
@@ -24,6 +25,7 @@ struct contender {
 struct name_nodes {
   std::vector<contender> contenders;
   std::optional<std::uint32_t> max_count;  // as recorded on the leases node
+  std::vector<std::string> holds;          // the minimum holds' nodes (min_hold.hpp)
 };
 
 // A lock or reader-writer lock's queue: an exclusive node (lock, writer) holds when it is
@@ -108,6 +110,9 @@ name_nodes contenders_of(zookeeper_backend& backend, const std::string& name, bo
   }
   name_nodes found;
   add_queue(node, listed[1].children, found.contenders);
+  for (const std::string& child : listed[1].children) {
+    if (is_hold_node(child)) found.holds.push_back(node + "/" + child);
+  }
   add_semaphore(node, listed[2], listed[3], listed[4], found);
   if (with_gate) {
     const auto gate = queue_order(listed[5].children);
@@ -128,9 +133,10 @@ lock_inspection zookeeper_backend::inspect(const std::string& name) {
   const auto read = ask(
       [&](const auto& answer) {
         for (const contender& c : nodes.contenders) session().get_data(c.path, answer(), true);
+        for (const std::string& hold : nodes.holds) session().get_data(hold, answer(), true);
       },
       message("no answer when reading the nodes within release_timeout", name));
-  for (std::size_t i = 0; i < read.size(); ++i) {
+  for (std::size_t i = 0; i < nodes.contenders.size(); ++i) {
     if (read[i].rc == ZNONODE) continue;  // gone since the listing
     if (read[i].rc != ZOK) {
       throw connection_error(message("reading " + nodes.contenders[i].path + " failed: " +
@@ -140,6 +146,18 @@ lock_inspection zookeeper_backend::inspect(const std::string& name) {
     const contender& c = nodes.contenders[i];
     (c.holds ? found.holders : found.waiters).push_back(party_of(c, read[i]));
     if (c.kind == party_kind::semaphore_slot) found.max_count = nodes.max_count;
+  }
+  // A grant released within its minimum hold still holds the name, without an owner record.
+  for (std::size_t i = 0; i < nodes.holds.size(); ++i) {
+    const zk_reply& hold = read[nodes.contenders.size() + i];
+    const auto token = token_of_hold_node(basename_of(nodes.holds[i]));
+    const bool shown = std::any_of(found.holders.begin(), found.holders.end(),
+                                   [&](const lock_party& p) { return p.fencing_token == token; });
+    if (hold.rc != ZOK || shown) continue;
+    found.holders.push_back(lock_party{
+        .kind = party_kind::exclusive,
+        .fencing_token = *token,
+        .since = std::chrono::system_clock::time_point(std::chrono::milliseconds(hold.ctime))});
   }
   std::stable_sort(found.holders.begin(), found.holders.end(),
                    [](const auto& a, const auto& b) { return a.since < b.since; });
@@ -169,9 +187,10 @@ std::vector<lock_inspection> zookeeper_backend::list_locks(const std::string& pr
   return found;
 }
 
-// The holders' nodes go; each holder's watch on its node marks its handle lost, and the next
-// grant's node is younger, so its czxid (the token) is higher. Waiters' nodes stay: they move
-// up the queue. Elections (`latch-` nodes) are not a lock's and are left alone.
+// The holders' nodes go, and the minimum holds' nodes with them; each holder's watch on its
+// node marks its handle lost, and the next grant's node is younger, so its czxid (the token) is
+// higher. Waiters' nodes stay: they move up the queue. Elections (`latch-` nodes) are not a
+// lock's and are left alone.
 void zookeeper_backend::break_lock(const std::string& name) {
   // The deletes answer on the io thread, which cannot wait for itself.
   if (running_in_this_thread()) {
@@ -183,6 +202,7 @@ void zookeeper_backend::break_lock(const std::string& name) {
         for (const contender& c : nodes.contenders) {
           if (c.holds) session().remove(c.path, answer());
         }
+        for (const std::string& hold : nodes.holds) session().remove(hold, answer());
       },
       message("no answer to the deletes within release_timeout", name));
   for (const zk_reply& reply : removed) {

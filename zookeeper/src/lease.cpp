@@ -8,11 +8,14 @@ namespace dlock::zookeeper::detail {
 
 zookeeper_lease::zookeeper_lease(std::shared_ptr<zookeeper_backend> backend, std::string node,
                                  std::string name, std::int64_t czxid,
-                                 std::shared_ptr<held_watch::early_watch> early)
+                                 std::shared_ptr<held_watch::early_watch> early,
+                                 std::optional<min_hold_grant> hold)
     : lease(static_cast<std::uint64_t>(czxid)),
       backend_(std::move(backend)),
       node_(std::move(node)),
-      name_(std::move(name)) {
+      name_(std::move(name)),
+      hold_(std::move(hold)) {
+  if (hold_) end_hold_on_time(backend_, *hold_);
   held_id_ = backend_->held().add(this);
   if (early) {
     backend_->held().adopt(held_id_, *early);
@@ -24,12 +27,20 @@ zookeeper_lease::zookeeper_lease(std::shared_ptr<zookeeper_backend> backend, std
 zookeeper_lease::~zookeeper_lease() {
   if (released_) return;
   backend_->held().remove(held_id_);
+  end_hold_if_over();
   backend_->session().remove(node_, [](zk_reply) {});
+}
+
+void zookeeper_lease::end_hold_if_over() {
+  if (hold_ && std::chrono::steady_clock::now() >= hold_->until) {
+    backend_->session().remove(hold_->node, [](zk_reply) {});
+  }
 }
 
 void zookeeper_lease::release() {
   released_ = true;
   backend_->held().remove(held_id_);
+  end_hold_if_over();
   if (backend_->running_in_this_thread()) {
     // The io thread cannot wait for its own answer; the delete is retried if it is cut off.
     return backend_->session().remove(node_, [](zk_reply) {});

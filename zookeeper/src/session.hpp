@@ -66,6 +66,12 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   /// of the answer (it must only post or hand the answer over), not posted after it.
   void create(const std::string& path, bool sequential_ephemeral, zk_handler then,
               const std::string& data = {}, bool answer_on_client_thread = false);
+  /// Creates the persistent TTL node `path` (PERSISTENT_WITH_TTL): the server deletes it once
+  /// it is `ttl` old and childless, within one container check interval. A server without
+  /// extended types (zookeeper.extendedTypesEnabled) answers ZUNIMPLEMENTED.
+  void create_ttl(const std::string& path, const std::string& data,
+                  std::chrono::milliseconds ttl, zk_handler then,
+                  bool answer_on_client_thread = false);
   void get_data(const std::string& path, zk_handler then, bool answer_on_client_thread = false);
   /// Writes `data` to `path` if its version is still `version` (-1: any).
   void set_data(const std::string& path, const std::string& data, std::int32_t version,

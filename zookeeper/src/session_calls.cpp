@@ -31,6 +31,16 @@ void zk_session::create(const std::string& path, bool sequential_ephemeral, zk_h
   });
 }
 
+void zk_session::create_ttl(const std::string& path, const std::string& data,
+                            std::chrono::milliseconds ttl, zk_handler then,
+                            bool answer_on_client_thread) {
+  const auto id = add_route(answers_on(answer_on_client_thread), std::move(then));
+  issue(id, [this, path, data, ttl = ttl.count()](zhandle_t* handle, const void* context) {
+    return zoo_acreate2_ttl(handle, path.c_str(), data.data(), static_cast<int>(data.size()),
+                            &acl_, ZOO_PERSISTENT_WITH_TTL, ttl, on_create_completion, context);
+  });
+}
+
 void zk_session::ensure_path(const std::string& path, zk_handler then, std::string leaf_data) {
   // Creates each missing ancestor and then `path` as container nodes, top down; a node
   // that exists already (made by someone else meanwhile) is fine.

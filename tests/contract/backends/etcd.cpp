@@ -61,6 +61,8 @@ class etcd_fixture final : public backend_fixture {
 
   // Every waiter queues a key.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
+  // On a lease of the time left (docs/etcd.md, "Minimum hold").
+  bool keeps_min_hold() const override { return true; }
   bool pushes_leader_changes() const override { return true; }
 
   // etcd keeps no time per key.

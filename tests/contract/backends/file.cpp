@@ -113,6 +113,9 @@ class file_fixture final : public backend_fixture {
     return kind == dlock::primitive::reader_writer_lock;
   }
 
+  // In the holder record, by the boot clock (docs/semantics.md, "Minimum hold time").
+  bool keeps_min_hold() const override { return true; }
+
   bool pushes_leader_changes() const override { return true; }
   // Readers share their file: only an exclusive holder writes its owner there.
   bool inspect_sees_every_owner() const override { return false; }

@@ -38,6 +38,7 @@ class memory_fixture final : public backend_fixture {
     return std::nullopt;
   }
   bool footprint_shows_waiters(dlock::primitive) const override { return false; }
+  bool keeps_min_hold() const override { return true; }
   bool pushes_leader_changes() const override { return true; }
 
  private:

@@ -87,6 +87,8 @@ class mariadb_fixture final : public backend_fixture {
   // Every wait is a GET_LOCK in the process list: a lock's, a writer's (which also holds the
   // gate), a reader's at the gate and a semaphore waiter's at one slot.
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
+  // A named lock ends with its session (docs/semantics.md, "Minimum hold time").
+  bool keeps_min_hold() const override { return false; }
   // Holders from the grant table; waiters from the process list, which shows no owner.
   bool inspect_sees_every_owner() const override { return false; }
 

@@ -109,6 +109,9 @@ class postgres_fixture final : public backend_fixture {
     return kind != dlock::primitive::semaphore;
   }
 
+  // An advisory lock ends with its session (docs/semantics.md, "Minimum hold time").
+  bool keeps_min_hold() const override { return false; }
+
   bool pushes_leader_changes() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {

@@ -78,6 +78,8 @@ class zookeeper_fixture final : public backend_fixture {
 
   // Every waiter queues a sequential node (a semaphore's while it holds the internal lock).
   bool footprint_shows_waiters(dlock::primitive) const override { return true; }
+  // By TTL nodes, which the test servers take (scripts/test-servers/zookeeper.sh).
+  bool keeps_min_hold() const override { return true; }
 
   void acquire_from_unreachable_endpoint() override {
     auto zk = std::make_shared<dlock::zookeeper::provider>(dlock::zookeeper::options{
