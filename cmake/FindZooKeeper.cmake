@@ -17,6 +17,10 @@
 # Sets ZooKeeper_FOUND, ZooKeeper_INCLUDE_DIR, ZooKeeper_LIBRARY and ZooKeeper_VERSION. Point it
 # at a tree of its own with ZooKeeper_ROOT or CMAKE_PREFIX_PATH.
 find_path(ZooKeeper_INCLUDE_DIR zookeeper/zookeeper.h)
+# A build directory configured by an older dlock cached the multi-threaded library here.
+if(ZooKeeper_LIBRARY AND NOT ZooKeeper_LIBRARY MATCHES "zookeeper_st")
+  unset(ZooKeeper_LIBRARY CACHE)
+endif()
 find_library(ZooKeeper_LIBRARY zookeeper_st)
 
 if(ZooKeeper_INCLUDE_DIR AND EXISTS "${ZooKeeper_INCLUDE_DIR}/zookeeper/zookeeper_version.h")
