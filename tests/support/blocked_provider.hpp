@@ -9,6 +9,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -106,6 +107,10 @@ inline void check_lost_by_clock_while_blocked(dlock::provider& provider,
   CHECK(callback_ran >= until);
   CHECK(token_stopped - until <= latency);
   CHECK(callback_ran - until <= latency);
+  using ms = std::chrono::duration<double, std::milli>;
+  std::cout << "lost by the clock with the provider's thread blocked: lost_token() stopped "
+            << ms(token_stopped - until).count() << " ms and on_lost ran "
+            << ms(callback_ran - until).count() << " ms after the validity's end\n";
 
   blocker->let_go();
   CHECK(blocked_acquire_ended->get_future().wait_for(10s) == std::future_status::ready);
