@@ -97,7 +97,12 @@ void lock_set::release() {
   if (first_error) std::rethrow_exception(first_error);
 }
 
-bool lock_set::lost() const noexcept { return !state_ || state_->any_lost.stop_requested(); }
+bool lock_set::lost() const noexcept {
+  if (!state_ || state_->any_lost.stop_requested()) return true;
+  // A grant whose validity ran out is lost by the clock before its token is stopped.
+  return std::any_of(state_->handles.begin(), state_->handles.end(),
+                     [](const lock_handle& handle) { return handle.lost(); });
+}
 
 std::stop_token lock_set::lost_token() const noexcept {
   return state_ ? state_->any_lost.get_token() : lock_handle{}.lost_token();  // stopped

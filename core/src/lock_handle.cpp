@@ -9,6 +9,7 @@
 #include <dlock/core/errors.hpp>
 
 #include "held_lock.hpp"
+#include "validity_clock.hpp"
 
 namespace dlock {
 
@@ -115,13 +116,20 @@ void lock_handle::on_lost(std::function<void()> callback) {
   if (!state_->callbacks_open) state_->callbacks_open = std::make_shared<detail::callbacks_gate>();
   // The executor is asked for only when the loss is found: asking starts the provider's
   // thread, which a holder whose losses are checked on its own thread (the dlock command,
-  // check_held_by_caller, held_check.hpp) would otherwise start for nothing.
+  // check_held_by_caller, held_check.hpp) would otherwise start for nothing. A loss found by
+  // core's clock runs the callback on the clock thread: the provider's threads may be the
+  // ones that are blocked, and the callback must not wait for them.
   std::function<void()> post_callback = [service = state_->service, callback = std::move(callback),
                                          gate = state_->callbacks_open] {
-    boost::asio::post(service->backend().executor(), [callback, gate] {
+    auto run_unless_released = [callback, gate] {
       std::lock_guard lock(gate->mutex);
       if (gate->open) callback();
-    });
+    };
+    if (detail::on_validity_clock_thread()) {
+      run_unless_released();
+    } else {
+      boost::asio::post(service->backend().executor(), std::move(run_unless_released));
+    }
   };
   state_->on_lost_callbacks.push_back(std::make_unique<detail::held_lock::lost_callback>(
       state_->granted->lost_token(), std::move(post_callback)));

@@ -112,7 +112,7 @@ void held_key::release(std::function<void(bool, std::string)> done) {
 etcd_lease::etcd_lease(std::shared_ptr<etcd_backend> backend, std::string key, std::string name,
                        std::int64_t lease_id, std::int64_t create_revision,
                        min_hold_state hold)
-    : lease(static_cast<std::uint64_t>(create_revision)),
+    : lease(static_cast<std::uint64_t>(create_revision), backend->keeper().validity_of(lease_id)),
       backend_(std::move(backend)),
       held_(std::make_shared<held_key>(backend_, std::move(key), lease_id, create_revision,
                                        std::move(hold), lost_signal())),

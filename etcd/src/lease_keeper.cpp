@@ -74,6 +74,7 @@ void lease_keeper::on_granted(grpc::Status status, const pb::LeaseGrantResponse&
   } else {
     lease_ = response.id();
     unanswered_.clear();
+    validity_ = std::make_shared<grant_validity>(grant_sent_ + ttl_);
     set_answered(grant_sent_);
     tick();
   }
@@ -163,6 +164,11 @@ std::chrono::steady_clock::time_point lease_keeper::kept_until() const {
   return answered_sent_ + ttl_;
 }
 
+std::shared_ptr<const grant_validity> lease_keeper::validity_of(std::int64_t lease_id) const {
+  if (lease_ == lease_id) return validity_;
+  return std::make_shared<grant_validity>(std::chrono::steady_clock::time_point::min());
+}
+
 void lease_keeper::lease_gone(std::int64_t lease_id) {
   if (lease_ == lease_id) lose(lease_id, "the lease is gone at the server");
 }
@@ -170,6 +176,7 @@ void lease_keeper::lease_gone(std::int64_t lease_id) {
 void lease_keeper::lose(std::int64_t lease_id, const std::string& why) {
   if (lease_ != lease_id) return;
   lease_.reset();
+  validity_.reset();
   // Their holders are lost with this lease; their holds run out on their own, at least their
   // TTL (no shorter than the hold) after the last keepalive.
   holds_.clear();
@@ -212,6 +219,7 @@ void lease_keeper::regrant_later() {
 
 void lease_keeper::set_answered(std::chrono::steady_clock::time_point sent) {
   answered_sent_ = sent;
+  if (validity_) validity_->extend_to(sent + ttl_);
   std::lock_guard lock(trouble_mutex_);
   kept_answered_ = sent;
   lost_why_.clear();

@@ -17,6 +17,7 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <dlock/core/backend/lease.hpp>
 #include <dlock/core/detail/unique_function.hpp>
 
 #include "bidi_stream.hpp"
@@ -65,6 +66,9 @@ class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
   /// a lease. io thread.
   std::chrono::steady_clock::time_point kept_until() const;
   std::chrono::nanoseconds ttl() const noexcept { return ttl_; }
+  /// The validity of lease `lease_id`, which its keepalives' answers move on (kept_until());
+  /// one that has passed already when it is not the lease kept now (it was lost). io thread.
+  std::shared_ptr<const grant_validity> validity_of(std::int64_t lease_id) const;
 
   /// Keeps lease `hold_id` (a minimum hold's, of a TTL no shorter than this one's) alive with
   /// the provider's lease, on the same stream and cadence, until let_go(hold_id) or the
@@ -108,6 +112,7 @@ class lease_keeper : public std::enable_shared_from_this<lease_keeper> {
   std::shared_ptr<stream> stream_;
   std::deque<std::chrono::steady_clock::time_point> unanswered_;  // send times, oldest first
   std::chrono::steady_clock::time_point answered_sent_;  // send time of the last answered one
+  std::shared_ptr<grant_validity> validity_;  // kept_until(), for the leases of its keys
   std::map<std::uint64_t, listener> listeners_;
   std::set<std::int64_t> holds_;  // minimum holds' leases kept alive with ours (keep_also)
   std::uint64_t next_listener_ = 1;

@@ -226,7 +226,7 @@ std::unique_ptr<lease> redis_backend::grant(const std::string& name, const key_s
   held->name = name;
   held->keys = keys;
   held->token = token;
-  held->valid_until = valid_until;
+  held->validity = std::make_shared<grant_validity>(valid_until);
   auto granted = std::make_unique<redis_lease>(shared_from_this(), held, fencing_token);
   watchdog_.watch(std::move(held));
   return granted;

@@ -6,7 +6,9 @@ namespace dlock::redis::detail {
 
 redis_lease::redis_lease(std::shared_ptr<redis_backend> backend,
                          std::shared_ptr<held_grant> grant, std::uint64_t fencing_token)
-    : lease(fencing_token), backend_(std::move(backend)), grant_(std::move(grant)) {
+    : lease(fencing_token, grant->validity),
+      backend_(std::move(backend)),
+      grant_(std::move(grant)) {
   grant_->lost = lost_signal();
 }
 

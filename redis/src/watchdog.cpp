@@ -73,7 +73,7 @@ void watchdog::schedule() {
   clock::time_point wake = next_extension_;
   {
     std::lock_guard lock(mutex_);
-    for (const auto& grant : held_) wake = std::min(wake, grant->valid_until);
+    for (const auto& grant : held_) wake = std::min(wake, grant->validity->until());
   }
   timer_->expires_at(wake);
   timer_->async_wait([this, weak = owner_.weak_from_this()](const boost::system::error_code& error) {
@@ -90,7 +90,7 @@ void watchdog::tick() {
     std::lock_guard lock(mutex_);
     // A grant whose validity passed unconfirmed may already belong to someone else.
     std::erase_if(held_, [&](const std::shared_ptr<held_grant>& grant) {
-      if (grant->valid_until > now) return false;
+      if (!grant->validity->passed(now)) return false;
       grant->registered = false;
       lost.push_back(grant->lost);
       ran_out_.push_back(grant);
@@ -139,7 +139,7 @@ void watchdog::extend(const std::shared_ptr<held_grant>& grant) {
           if (!grant->registered) return;  // released or lost meanwhile
           const std::size_t quorum = nodes.quorum(grant->keys.kind);
           if (confirmed >= quorum) {
-            grant->valid_until = valid_until(sent, owner_.settings().expiry);
+            grant->validity->extend_to(valid_until(sent, owner_.settings().expiry));
             return;
           }
           // "Not ours" from enough nodes that a quorum can no longer confirm: gone now.
@@ -164,7 +164,7 @@ std::size_t watchdog::overdue(std::chrono::steady_clock::time_point now,
   std::lock_guard lock(mutex_);
   std::size_t late = ran_out_.size();
   for (const auto& grant : held_) {
-    if (grant->valid_until - now < overdue_below) ++late;
+    if (grant->validity->until() - now < overdue_below) ++late;
   }
   return late;
 }

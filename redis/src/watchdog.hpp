@@ -13,19 +13,22 @@
 
 #include <boost/asio/steady_timer.hpp>
 
+#include <dlock/core/backend/lease.hpp>
+
 #include "keys.hpp"
 
 namespace dlock::redis::detail {
 
 class redis_backend;
 
-/// What the watchdog knows of one held grant. valid_until and registered are guarded by the
-/// watchdog's mutex; `lost` is the handle's own lost signal.
+/// What the watchdog knows of one held grant. `registered` is guarded by the watchdog's mutex;
+/// `validity` is shared with the lease (and so with core's clock, which marks the grant lost
+/// when it passes even if the network thread is blocked); `lost` is the lease's lost signal.
 struct held_grant {
   std::string name;
   key_set keys;
   std::string token;
-  std::chrono::steady_clock::time_point valid_until;
+  std::shared_ptr<grant_validity> validity;
   std::stop_source lost;
   bool registered = true;
 };

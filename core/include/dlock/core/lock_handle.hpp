@@ -24,8 +24,14 @@ struct handle_access;
 /// Lost: lost() becomes true, lost_token() is stopped and on_lost() callbacks run once the
 /// backend can no longer guarantee exclusivity (a lock file replaced, a lease not extended, a
 /// session expired, a connection dropped). It is signalled within one monitoring period of
-/// the backend and never while the lock is really held. A lost handle must still be released
-/// (or destroyed), which frees whatever is left of it.
+/// the backend, and at the latest once the grant's known validity has passed; never while the
+/// grant is known valid. A lease or a session is known valid until a time on the monotonic
+/// clock: from the sending of the last confirmed grant or renewal, less the backend's drift
+/// allowance (docs/semantics.md has each backend's bound). lost() reads that clock itself, so
+/// it turns true on time even while every thread of the provider is blocked or starved;
+/// lost_token() and on_lost() follow within the wake-up latency of dlock's clock thread, one
+/// per process, not the provider's. A lock file or an in-memory lock has no such time. A lost
+/// handle must still be released (or destroyed), which frees whatever is left of it.
 ///
 /// Fencing: fencing_token() strictly increases with every grant of the same name, across
 /// processes and machines. Pass it to the resource you protect and let it reject tokens
@@ -33,7 +39,8 @@ struct handle_access;
 /// holder's lock expired underneath it.
 ///
 /// States: empty (default-constructed, moved from, released), held, and lost (the backend
-/// can no longer guarantee exclusivity; the handle still owns what is left of the grant).
+/// can no longer guarantee exclusivity, or the grant's known validity has passed: held turns
+/// lost then by the clock alone; the handle still owns what is left of the grant).
 ///
 ///     operation        empty                   held                  lost
 ///     operator bool    false                   true                  true
@@ -50,14 +57,19 @@ struct handle_access;
 ///
 /// release() may throw dlock::connection_error (the handle is empty afterwards anyway); the
 /// destructor and move assignment report that error to the provider's error hook instead.
-/// on_lost callbacks run on the provider's executor, never on the caller's thread.
+/// on_lost callbacks run on the provider's executor when the backend found the loss, and on
+/// dlock's clock thread when the grant's validity ran out (the provider's threads may be the
+/// blocked ones, and the callback does not wait for them); never on the caller's thread. Keep
+/// them short: one that blocks on the clock thread delays lost_token() and on_lost() of every
+/// other handle of the process (not their lost(), which reads the clock).
 ///
 /// Thread safety: distinct objects: safe. Shared objects: only the const observers (lost(),
 /// lost_token(), fencing_token(), operator bool) may be called concurrently; release(),
 /// on_lost() and assignment need external synchronisation.
 ///
 /// Memory ordering: everything the backend's monitor did before marking the handle lost
-/// happens-before a lost() call that returns true (std::stop_source's guarantee).
+/// happens-before a lost() call that returns true (std::stop_source's guarantee); a loss by
+/// the clock orders nothing but the clock.
 ///
 ///     if (auto held = lock.try_acquire(2s)) {
 ///       write_report(held->fencing_token(), held->lost_token());
@@ -87,15 +99,17 @@ class [[nodiscard]] lock_handle {
   /// expiry, session end, connection close).
   void release();
 
-  /// True when the lock is lost, and on an empty handle.
+  /// True when the lock is lost (also once the grant's known validity has passed, whatever
+  /// the provider's threads are doing), and on an empty handle. Never blocks.
   bool lost() const noexcept;
 
   /// A token that is stopped when the lock is lost (already stopped on an empty handle).
   /// Pass it to the work done under the lock so that work stops when it should.
   std::stop_token lost_token() const noexcept;
 
-  /// Runs `callback` once on the provider's executor when the lock is lost (at once if it
-  /// already is). Callbacks registered on a handle are dropped when it is released.
+  /// Runs `callback` once when the lock is lost (soon, if it already is): on the provider's
+  /// executor, or on dlock's clock thread for a grant whose validity ran out (see the class
+  /// comment). Callbacks registered on a handle are dropped when it is released.
   /// Throws std::logic_error on an empty handle: it has no lock to lose, and a callback
   /// kept for nothing would never run.
   void on_lost(std::function<void()> callback);

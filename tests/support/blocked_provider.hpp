@@ -1,0 +1,120 @@
+// A held lock whose provider's threads are blocked past its lease: core's clock, not the
+// provider, reports the loss (lease.hpp, grant_validity). For the leased backends' tests.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <future>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <utility>
+
+#include <dlock/core/backend/lease.hpp>
+#include <dlock/core/metrics_sink.hpp>
+#include <dlock/core/provider.hpp>
+
+#include "support.hpp"
+
+namespace support {
+
+/// A metrics sink that blocks the thread reporting the end of an acquire of `name` until
+/// let_go(): for a backend that completes acquires on its network thread, that thread.
+class acquire_end_blocker final : public dlock::metrics_sink {
+ public:
+  explicit acquire_end_blocker(std::string name) : name_(std::move(name)) {}
+
+  void acquire_ended(const dlock::lock_labels& lock, dlock::acquire_outcome,
+                     std::chrono::nanoseconds) noexcept override {
+    if (lock.name != name_) return;
+    blocking_ = true;
+    let_go_.wait(false);
+    blocking_ = false;
+  }
+  void released(const dlock::lock_labels&, std::chrono::nanoseconds, bool,
+                bool) noexcept override {}
+  void lost(const dlock::lock_labels&) noexcept override {}
+  void extension_failed(std::string_view) noexcept override {}
+  void reconnected(std::string_view) noexcept override {}
+
+  bool blocking() const noexcept { return blocking_; }
+  void let_go() noexcept {
+    let_go_ = true;
+    let_go_.notify_all();
+  }
+
+ private:
+  std::string name_;
+  std::atomic<bool> blocking_{false};
+  std::atomic<bool> let_go_{false};
+};
+
+/// Holds a lock of `provider`, whose grants must be valid for a few seconds only (a short
+/// lease), blocks the provider's thread that completes acquires, and checks that lost(),
+/// lost_token() and on_lost report the loss once the grant's validity has passed, never
+/// before, within `latency` of it, while that thread is still blocked.
+inline void check_lost_by_clock_while_blocked(dlock::provider& provider,
+                                              std::chrono::milliseconds latency) {
+  using namespace std::chrono_literals;
+  using steady = std::chrono::steady_clock;
+  dlock::lock_handle held = provider.create_lock(unique_name("held")).acquire(10s);
+  const std::string blocker_name = unique_name("blocker");
+  auto blocker = std::make_shared<acquire_end_blocker>(blocker_name);
+  // Whatever fails below, the thread goes on, or the provider could never shut down.
+  struct let_go_at_exit {
+    acquire_end_blocker& blocker;
+    ~let_go_at_exit() { blocker.let_go(); }
+  } unblock_anyway{*blocker};
+  provider.set_metrics_sink(blocker);
+  auto blocked_acquire_ended = std::make_shared<std::promise<void>>();
+  provider.create_lock(blocker_name)
+      .async_try_acquire(0s, {}, [blocked_acquire_ended](std::exception_ptr,
+                                                        std::optional<dlock::lock_handle>) {
+        blocked_acquire_ended->set_value();
+      });
+  REQUIRE(wait_until([&] { return blocker->blocking(); }, 10s));
+
+  // Renewals are confirmed on the blocked thread: the validity stays where it is now.
+  const steady::time_point until = dlock::granted_lease(held)->valid_until();
+  REQUIRE(until != steady::time_point::max());
+  std::atomic<steady::rep> token_stopped_at{0};
+  std::stop_callback<std::function<void()>> token_watch(held.lost_token(), [&] {
+    token_stopped_at = steady::now().time_since_epoch().count();
+  });
+  std::atomic<steady::rep> callback_ran_at{0};
+  std::atomic<bool> ran_while_blocked{false};
+  held.on_lost([&] {
+    ran_while_blocked = blocker->blocking();
+    callback_ran_at = steady::now().time_since_epoch().count();
+  });
+  if (steady::now() < until) CHECK(held.held());
+
+  REQUIRE(wait_until([&] { return callback_ran_at != 0 && token_stopped_at != 0; },
+                     std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now()) +
+                         10s));
+  CHECK(held.lost());
+  CHECK(blocker->blocking());
+  CHECK(ran_while_blocked);
+  const auto token_stopped = steady::time_point(steady::duration(token_stopped_at));
+  const auto callback_ran = steady::time_point(steady::duration(callback_ran_at));
+  CHECK(token_stopped >= until);
+  CHECK(callback_ran >= until);
+  CHECK(token_stopped - until <= latency);
+  CHECK(callback_ran - until <= latency);
+  using ms = std::chrono::duration<double, std::milli>;
+  std::cout << "lost by the clock with the provider's thread blocked: lost_token() stopped "
+            << ms(token_stopped - until).count() << " ms and on_lost ran "
+            << ms(callback_ran - until).count() << " ms after the validity's end\n";
+
+  blocker->let_go();
+  CHECK(blocked_acquire_ended->get_future().wait_for(10s) == std::future_status::ready);
+  provider.set_metrics_sink(nullptr);
+}
+
+}  // namespace support
