@@ -92,12 +92,7 @@ TEST_CASE("a grant with a minimum hold leaves a TTL node beside its own, which a
   CHECK(std::regex_match(children[0], std::regex("_c_[0-9a-f-]{36}-min-hold-lock-[0-9]{10}")));
   CHECK(children[1] == hold_node);
   // The data is the hold in milliseconds (the server shows clients no TTL in a node's stat).
-  char data[32];
-  int length = sizeof data;
-  Stat stat{};
-  REQUIRE(zoo_get(session.native(), (parent + "/" + hold_node).c_str(), 0, data, &length,
-                  &stat) == ZOK);
-  CHECK(std::string(data, static_cast<std::size_t>(length)) == "2000");
+  CHECK(session.data(parent + "/" + hold_node) == "2000");
 
   held.release();
   if (std::chrono::steady_clock::now() - asked < 1s) {
