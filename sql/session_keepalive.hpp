@@ -40,6 +40,18 @@ inline provider_health keepalive_health(const backend& owner,
   return health;
 }
 
+/// keepalive_health() for a backend with two sets of sessions kept alive (its pool and its
+/// caller-driven sessions): not connected since the earlier of their silences.
+inline provider_health keepalive_health(
+    const backend& owner, std::optional<std::chrono::steady_clock::time_point> pool_silent,
+    std::optional<std::chrono::steady_clock::time_point> callers_silent,
+    std::chrono::nanoseconds period) {
+  if (callers_silent && (!pool_silent || *callers_silent < *pool_silent)) {
+    pool_silent = callers_silent;
+  }
+  return keepalive_health(owner, pool_silent, period);
+}
+
 /// Probes the sessions of a pool every half period and gives up a session whose probe went
 /// unanswered for a whole period: a break is noticed at most one and a half periods after it
 /// happened. The probes also reset every session's idle timer on the server (the backends'
@@ -64,6 +76,11 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
                     std::chrono::nanoseconds period, prober probe)
       : timer_(std::move(executor)), pool_(std::move(pool)), period_(period),
         prober_(std::move(probe)) {}
+
+  /// Runs `tick` at every tick, before the pool's probes: for other sessions kept alive to
+  /// the same rhythm, so that a silent server is judged on both at the same moment. Before
+  /// start().
+  void also_on_tick(std::function<void()> tick) { also_on_tick_ = std::move(tick); }
 
   /// Starts ticking; runs until the executor stops or the pool is gone.
   void start() {
@@ -102,6 +119,7 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
     timer_.async_wait([weak = this->weak_from_this()](boost::system::error_code ec) {
       auto self = weak.lock();
       if (ec || !self) return;
+      if (self->also_on_tick_) self->also_on_tick_();
       self->probe();
       self->schedule();
     });
@@ -183,6 +201,7 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
   std::weak_ptr<Pool> pool_;
   std::chrono::nanoseconds period_;
   prober prober_;
+  std::function<void()> also_on_tick_;
   time_point heard_{};                     // the server's last answer to a probe
   std::optional<time_point> waits_since_;  // since when waits have been running
   // silent_since() as steady_clock ticks, 0 while the server answers. While it is set and no

@@ -17,6 +17,8 @@ namespace {
 // 100 ms on a loaded machine.
 constexpr std::chrono::milliseconds killed_batch_patience{40};
 
+}  // namespace
+
 // What one connection holds at most once: a name per primitive (every mode and slot of it).
 std::string resource_of(const acquire_request& r) {
   switch (r.kind) {
@@ -39,8 +41,6 @@ std::optional<std::uint64_t> other_max_count(const acquire_request& r, const que
   const auto other = result.value(2);
   return other ? std::optional(std::stoull(*other)) : std::nullopt;
 }
-
-}  // namespace
 
 mysql_acquire::mysql_acquire(std::shared_ptr<mysql_backend> backend, acquire_request request,
                              acquire_completion done)
@@ -100,16 +100,20 @@ void mysql_acquire::attempted(query_result r) {
   wait();
 }
 
+granted_hold granted_by(const acquire_request& r, const statement_settings& settings,
+                        const query_result& granting) {
+  const auto slot = static_cast<std::uint32_t>(std::stoul(granting.value(0).value_or("0")));
+  return {release_sql(r, settings, writes(r) ? std::nullopt : std::optional(slot)),
+          std::stoull(granting.value(1).value_or("0")),
+          {resource_of(r), checked_name(r, slot), {}}};
+}
+
 // The grant that `granting` answered (its slot, then its token), booked on the session.
 std::unique_ptr<lease> mysql_acquire::booked(const query_result& granting) {
-  const auto slot = static_cast<std::uint32_t>(std::stoul(granting.value(0).value_or("0")));
-  const auto unlock =
-      release_sql(request_, backend_->statements(),
-                  writes(request_) ? std::nullopt : std::optional(slot));
-  auto granted = std::make_unique<mysql_lease>(backend_, session_, unlock,
-                                               std::stoull(granting.value(1).value_or("0")));
-  granted->attach(backend_->sessions().add_grant(
-      *session_, {resource_, checked_name(request_, slot), granted->lost_signal()}));
+  auto hold = granted_by(request_, backend_->statements(), granting);
+  auto granted = std::make_unique<mysql_lease>(backend_, session_, hold.unlock_sql, hold.token);
+  hold.grant.lost = granted->lost_signal();
+  granted->attach(backend_->sessions().add_grant(*session_, std::move(hold.grant)));
   return granted;
 }
 

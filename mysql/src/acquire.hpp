@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include <boost/asio/steady_timer.hpp>
 
@@ -14,10 +16,30 @@
 #include "pooled_sql_acquire.hpp"
 #include "session.hpp"
 #include "sql_wait_machine.hpp"
+#include "statements.hpp"
 
 namespace dlock::mysql::detail {
 
 class mysql_backend;
+
+/// What one connection holds at most once: a name per primitive (every mode and slot of it).
+std::string resource_of(const acquire_request& r);
+/// Whether `r` is a reader-writer lock's write, which holds every lock of the name.
+bool writes(const acquire_request& r);
+/// The max_count of the semaphore's live holders when it is not ours (attempt_sql's third
+/// column).
+std::optional<std::uint64_t> other_max_count(const acquire_request& r, const query_result& result);
+
+/// What an attempt's answer `granting` grants (its slot, then its token): the statement that
+/// gives it back, its fencing token, and its entry in a session's books (whose lost signal the
+/// lease fills in).
+struct granted_hold {
+  std::string unlock_sql;
+  std::uint64_t token;
+  mysql_grant grant;
+};
+granted_hold granted_by(const acquire_request& r, const statement_settings& settings,
+                        const query_result& granting);
 
 /// One acquire: an attempt on a shared connection; then, if it must wait, GET_LOCK with a
 /// timeout on a connection of its own (a semaphore waits at one slot for semaphore_retry,

@@ -11,6 +11,7 @@
 
 #include "acquire.hpp"
 #include "lock_name.hpp"
+#include "mariadb_exchange.hpp"
 #include "statements.hpp"
 
 namespace dlock::mysql::detail {
@@ -86,6 +87,7 @@ mysql_backend::mysql_backend(options opts)
 mysql_backend::~mysql_backend() {
   io().stop();
   if (pool_) pool_->close_all();
+  if (callers_) callers_->close_all();
 }
 
 void mysql_backend::start() {
@@ -101,7 +103,34 @@ void mysql_backend::start() {
                                          dlock::detail::unique_function<void(bool)> answered) {
         if (auto pool = weak_pool.lock()) pool->probe(session, std::move(answered));
       });
+  callers_ = std::make_shared<caller_sessions>(
+      io().executor(),
+      mariadb_caller_driver{io().executor(), options_, endpoint_,
+                            [weak](st_mysql* conn, std::chrono::steady_clock::time_point deadline) {
+                              auto self = weak.lock();
+                              return self ? self->prepare_caller_session(conn, deadline)
+                                          : std::string("the provider is gone");
+                            }},
+      caller_sessions::limits{options_.connect_timeout, options_.keepalive},
+      [weak_pool = std::weak_ptr(pool_)](std::function<void(bool)> answered) {
+        auto pool = weak_pool.lock();
+        if (!pool) return;
+        pool->session_for_attempt("")->connection->execute(
+            "DO 1", [answered = std::move(answered)](query_result r) { answered(r.ok()); });
+      });
+  // The pool's ticks probe both, so that a silent server loses the handles of both kinds of
+  // connection at the tick that fails the waits.
+  keepalive_->also_on_tick([weak_callers = std::weak_ptr(callers_)] {
+    if (auto callers = weak_callers.lock()) callers->tick();
+  });
   keepalive_->start();
+}
+
+// The earlier silence of the pool's connections and of the caller-driven ones.
+provider_health mysql_backend::health() const {
+  if (!keepalive_) return {};
+  return keepalive_health(*this, keepalive_->silent_since(), callers_->silent_since(),
+                          options_.keepalive);
 }
 
 std::shared_ptr<acquire_operation> mysql_backend::start_acquire(acquire_request request,
@@ -121,18 +150,36 @@ void mysql_backend::connection_opened(mariadb_connection& connection) {
   const std::string sql = create_objects_sql(options_);
   if (sql.empty() || objects_created_) return;
   connection.execute(sql, [weak = weak_from_this()](query_result r) {
-    auto backend = weak.lock();
-    if (!backend) return;
-    if (r.ok()) {
-      backend->objects_created_ = true;
-    } else if (!r.connection_broken) {
-      backend->events().background_error(std::make_exception_ptr(dlock::error(backend->message(
-          "cannot create the fencing sequence, semaphore, election or grant table (" +
-          r.message +
-          "); create them once (docs/mysql.md) and grant SELECT, INSERT on the sequence and "
-          "SELECT, INSERT, UPDATE, DELETE on the tables to the lock users"))));
-    }
+    if (auto backend = weak.lock()) backend->creation_answered(r);
   });
+}
+
+// What the pool's connections run first (session_pool.cpp, connection_opened), on the caller's
+// thread.
+std::string mysql_backend::prepare_caller_session(st_mysql* conn,
+                                                  std::chrono::steady_clock::time_point deadline) {
+  query_result r = exchange_blocking(conn, endpoint_, server_lease_sql(options_.server_lease),
+                                     deadline);
+  if (r.connection_broken) return r.message;
+  if (!r.ok()) return "cannot set the server-side lease (" + r.message + ")";
+  const std::string sql = create_objects_sql(options_);
+  if (sql.empty() || objects_created_) return {};
+  r = exchange_blocking(conn, endpoint_, sql, deadline);
+  if (r.connection_broken) return r.message;
+  creation_answered(r);
+  return {};
+}
+
+// Records that the objects exist, or reports why they cannot be created.
+void mysql_backend::creation_answered(const query_result& r) {
+  if (r.ok()) {
+    objects_created_ = true;
+  } else if (!r.connection_broken) {
+    events().background_error(std::make_exception_ptr(dlock::error(message(
+        "cannot create the fencing sequence, semaphore, election or grant table (" + r.message +
+        "); create them once (docs/mysql.md) and grant SELECT, INSERT on the sequence and "
+        "SELECT, INSERT, UPDATE, DELETE on the tables to the lock users"))));
+  }
 }
 
 std::exception_ptr mysql_backend::failure(const query_result& result,

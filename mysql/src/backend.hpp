@@ -1,12 +1,17 @@
 // Private to dlock::mysql: the backend behind dlock::mysql::provider.
 //
-// Where to start: mysql_acquire (acquire.hpp) is one acquire from attempt to grant; it takes
-// connections from the session_pool, which core's session_keepalive probes; a grant is a
-// mysql_lease (core's pooled_lease); the
-// SQL is in statements.hpp, the server names in lock_name.hpp, and every connection is a
-// mariadb_connection over Connector/C's non-blocking calls.
+// Where to start: a blocking acquire makes its attempt on the caller's thread
+// (try_acquire_inline, inline_attempt.cpp) on a caller-driven connection (caller_sessions.hpp),
+// and its grant is a mysql_caller_lease. Everything else (waits, async acquires) is a
+// mysql_acquire (acquire.hpp), one acquire from attempt to grant; it takes connections from the
+// session_pool, which the SQL backends' session_keepalive probes; its grant is a mysql_lease
+// (pooled_lease). The SQL is in statements.hpp, the server names in lock_name.hpp; a pooled
+// connection is a mariadb_connection over Connector/C's non-blocking calls, a caller-driven one
+// runs the same calls under poll(2) (mariadb_exchange.hpp).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -20,6 +25,8 @@
 #include <dlock/core/backend/backend.hpp>
 #include <dlock/mysql/options.hpp>
 
+#include "caller_lease.hpp"
+#include "caller_sessions.hpp"
 #include "connection.hpp"
 #include "pooled_lease.hpp"
 #include "session_keepalive.hpp"
@@ -28,9 +35,11 @@
 
 namespace dlock::mysql::detail {
 
-/// The pool of connections and its keepalive. All its state lives on the io thread;
-/// start_acquire and releases post there.
+/// The pool of connections and its keepalive, whose state lives on the io thread (start_acquire
+/// and its releases post there); and the caller-driven connections, which callers' threads
+/// check out for an uncontended attempt and its release.
 class mysql_backend final : public dlock::backend,
+                            public inline_acquirer,
                             public std::enable_shared_from_this<mysql_backend> {
  public:
   /// Throws std::invalid_argument for a bad option (naming it).
@@ -46,12 +55,17 @@ class mysql_backend final : public dlock::backend,
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
 
-  /// Makes the pool and starts its keepalive. Connects nothing yet.
+  // inline_attempt.cpp: one attempt on a caller-driven connection, on the caller's thread; it
+  // needs a round trip, so an async acquire does not make it. Waits stay on the io thread.
+  inline_acquirer* as_inline_acquirer() noexcept override { return this; }
+  bool acquires_inline_locally() const noexcept override { return false; }
+  std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
+
+  /// Makes the pools and starts their keepalives. Connects nothing yet.
   void start() override;
-  /// Not connected while the server leaves the keepalive unanswered (health.hpp).
-  provider_health health() const override {
-    return keepalive_ ? keepalive_->health(*this) : provider_health{};
-  }
+  /// Not connected while the server leaves the keepalive of the pool or of the caller-driven
+  /// connections unanswered (health.hpp).
+  provider_health health() const override;
 
   const options& settings() const noexcept { return options_; }
   /// The fencing token's expression and the semaphore table, for statements.hpp.
@@ -73,6 +87,9 @@ class mysql_backend final : public dlock::backend,
   std::vector<lock_inspection> list_locks(const std::string& prefix) override;
   void break_lock(const std::string& name) override;
 
+  /// The caller-driven connections (thread-safe).
+  caller_sessions& callers() noexcept { return *callers_; }
+
   // io thread only:
   session_pool& sessions() noexcept { return *pool_; }
 
@@ -80,6 +97,9 @@ class mysql_backend final : public dlock::backend,
   options options_;
   std::string endpoint_;
   void connection_opened(mariadb_connection& connection);
+  std::string prepare_caller_session(st_mysql* conn,
+                                     std::chrono::steady_clock::time_point deadline);
+  void creation_answered(const query_result& r);
   /// Runs `sql` on a pooled connection from a caller's thread and waits for its answer;
   /// throws its failure as an acquire of `name` would.
   query_result query_now(std::string sql, const std::string& name);
@@ -90,12 +110,17 @@ class mysql_backend final : public dlock::backend,
   statement_settings statements_;
   std::mutex board_mutex_;
   std::weak_ptr<election_board> board_;  // guarded by board_mutex_
-  bool objects_created_ = false;  // the fencing sequence and semaphore table; io thread
+  // The fencing sequence and the semaphore, election and grant tables exist.
+  std::atomic<bool> objects_created_{false};
   std::shared_ptr<session_pool> pool_;
   std::shared_ptr<session_keepalive<session_pool>> keepalive_;
+  std::shared_ptr<caller_sessions> callers_;
 };
 
 /// A grant on one connection, given back with its RELEASE_LOCK statement.
 using mysql_lease = pooled_lease<mysql_backend, mysql_session>;
+
+/// A grant on one caller-driven connection, given back on the releasing thread.
+using mysql_caller_lease = caller_lease<mysql_backend, caller_sessions::session>;
 
 }  // namespace dlock::mysql::detail

@@ -9,21 +9,14 @@
 #include <mysql.h>
 #include <errmsg.h>
 
+#include "mariadb_exchange.hpp"
+
 namespace dlock::mysql::detail {
 
 void initialize_client_library() {
   static std::once_flag initialized;
   std::call_once(initialized, [] { mysql_library_init(0, nullptr, nullptr); });
 }
-
-namespace {
-
-unsigned whole_seconds(std::chrono::nanoseconds duration) {
-  return static_cast<unsigned>(
-      std::max<long long>(1, std::chrono::ceil<std::chrono::seconds>(duration).count()));
-}
-
-}  // namespace
 
 std::optional<std::string> query_result::value(std::size_t column) const {
   if (rows.empty() || rows.front().size() <= column) return std::nullopt;
@@ -48,23 +41,7 @@ void mariadb_connection::connect(const options& opts, std::function<void()> on_b
     fail("out of memory for a connection", false);
     return;
   }
-  mysql_options(mysql_, MYSQL_OPT_NONBLOCK, nullptr);
-  const unsigned timeout = whole_seconds(opts.connect_timeout);
-  mysql_options(mysql_, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-  mysql_options(mysql_, MYSQL_SET_CHARSET_NAME, "utf8mb4");
   tls_required_ = opts.tls.enabled;
-  if (opts.tls.enabled) {
-    const my_bool enforce = 1;
-    mysql_optionsv(mysql_, MYSQL_OPT_SSL_ENFORCE, &enforce);
-  }
-  const my_bool verify = opts.tls.verify_server_cert ? 1 : 0;
-  mysql_optionsv(mysql_, MYSQL_OPT_SSL_VERIFY_SERVER_CERT, &verify);
-  for (auto [option, value] : {std::pair{MYSQL_OPT_SSL_CA, &opts.tls.ca},
-                               std::pair{MYSQL_OPT_SSL_CERT, &opts.tls.cert},
-                               std::pair{MYSQL_OPT_SSL_KEY, &opts.tls.key}}) {
-    if (!value->empty()) mysql_optionsv(mysql_, option, value->c_str());
-  }
-  const bool unix_socket = !opts.host.empty() && opts.host.front() == '/';
   // Our own limit too: the library's counts only the TCP connect, not the handshake.
   connect_timer_.expires_after(opts.connect_timeout);
   connect_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
@@ -73,10 +50,7 @@ void mariadb_connection::connect(const options& opts, std::function<void()> on_b
       self->fail("no connection within connect_timeout", false);
     }
   });
-  const int status = mysql_real_connect_start(
-      &connect_return_, mysql_, unix_socket ? nullptr : opts.host.c_str(), opts.user.c_str(),
-      opts.password.c_str(), opts.database.empty() ? nullptr : opts.database.c_str(),
-      opts.port, unix_socket ? opts.host.c_str() : nullptr, CLIENT_MULTI_STATEMENTS);
+  const int status = start_connecting(&connect_return_, mysql_, opts);
   drive(status,
         [this](int ready) { return mysql_real_connect_cont(&connect_return_, mysql_, ready); },
         [this] { connected(connect_return_ != nullptr); });
@@ -131,10 +105,8 @@ void mariadb_connection::connected(bool ok) {
     fail(mysql_error(mysql_), false);
     return;
   }
-  // Connector/C 3.3 connects in the clear to a server without TLS even when told to enforce
-  // it: dlock checks.
-  if (tls_required_ && !mysql_get_ssl_cipher(mysql_)) {
-    fail("TLS is required (ssl / ssl_mode) but the server does not offer it", false);
+  if (const std::string refusal = refusal_after_connect(mysql_, tls_required_); !refusal.empty()) {
+    fail(refusal, false);
     return;
   }
   thread_id_ = mysql_thread_id(mysql_);
@@ -232,20 +204,7 @@ void mariadb_connection::store_next() {
 // One result of a batch: rows kept when it has columns; then the next result, if any.
 void mariadb_connection::stored(MYSQL_RES* result) {
   if (result) {
-    collected_.rows.clear();
-    const unsigned columns = mysql_num_fields(result);
-    while (MYSQL_ROW row = mysql_fetch_row(result)) {
-      const unsigned long* lengths = mysql_fetch_lengths(result);
-      std::vector<std::optional<std::string>> values;
-      for (unsigned i = 0; i < columns; ++i) {
-        if (row[i]) {
-          values.emplace_back(std::string(row[i], lengths[i]));
-        } else {
-          values.emplace_back(std::nullopt);
-        }
-      }
-      collected_.rows.push_back(std::move(values));
-    }
+    keep_rows(collected_, result);
     mysql_free_result(result);
   } else if (mysql_errno(mysql_) != 0) {
     statement_failed();

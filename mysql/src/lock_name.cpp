@@ -36,10 +36,17 @@ bool readable(char c) {
 
 }  // namespace
 
+// The statements of one attempt and its release name the same lock several times, each name
+// a SHA-256: each thread keeps the last name's hash, and the digest is looked up once (an
+// implicit fetch per digest costs more than the hash of a short name).
 std::string name_hash(std::string_view data) {
+  thread_local std::string last_name, last_hash;
+  if (!last_hash.empty() && last_name == data) return last_hash;
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int size = 0;
-  if (EVP_Digest(data.data(), data.size(), digest.data(), &size, EVP_sha256(), nullptr) != 1) {
+  if (!sha256 ||
+      EVP_Digest(data.data(), data.size(), digest.data(), &size, sha256, nullptr) != 1) {
     throw std::runtime_error("dlock: mysql: SHA-256 failed");
   }
   static constexpr char alphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
@@ -55,6 +62,8 @@ std::string name_hash(std::string_view data) {
     }
   }
   out += alphabet[(buffer << (5 - bits)) & 31];  // the last 3 bits, padded
+  last_name = data;
+  last_hash = out;
   return out;
 }
 

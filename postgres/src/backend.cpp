@@ -93,11 +93,8 @@ std::shared_ptr<acquire_operation> postgres_backend::start_acquire(acquire_reque
 // The earlier silence of the pool's sessions and of the caller-driven ones.
 provider_health postgres_backend::health() const {
   if (!keepalive_) return {};
-  auto since = keepalive_->silent_since();
-  if (const auto callers = callers_->silent_since(); callers && (!since || *callers < *since)) {
-    since = callers;
-  }
-  return keepalive_health(*this, since, options_.keepalive);
+  return keepalive_health(*this, keepalive_->silent_since(), callers_->silent_since(),
+                          options_.keepalive);
 }
 
 std::optional<std::uint32_t> postgres_backend::current_count(const acquire_request& request) {
