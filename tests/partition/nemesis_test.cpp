@@ -20,11 +20,13 @@ TEST_CASE("a lock under a nemesis of partitions, pauses and kills keeps the fenc
   const auto url_a = backend.url(set.url(backend.variable, net_path::a), scope);
   const auto url_b = backend.url(set.url(backend.variable, net_path::b), scope);
   support::temp_directory dir;
-  support::nemesis_plan plan{.worker_urls = {url_a, url_a, url_b, url_b},
-                             .name = "nemesis",
-                             .seconds = 14};
+  support::nemesis_plan plan{
+      .workloads = {{.name = "nemesis", .mode = "lock", .urls = {url_a, url_a, url_b, url_b}}},
+      .seconds = 14};
+  // Cuts path A while the worker aimed at is on it (the first two).
   plan.extra_fault = [&](std::mt19937& random, const std::filesystem::path& log,
-                         const std::vector<pid_t>& pids) {
+                         const std::vector<pid_t>& pids, std::size_t victim) {
+    if (victim >= 2) return false;
     const std::int64_t from = support::monotonic_ns();
     {
       support::partition_cut cut(set, backend.servers, net_path::a);
@@ -35,6 +37,7 @@ TEST_CASE("a lock under a nemesis of partitions, pauses and kills keeps the fenc
                                             std::to_string(from) + " " +
                                             std::to_string(support::monotonic_ns()));
     }
+    return true;
   };
   const auto history = support::read_history(support::run_nemesis(dir.path(), plan));
   const auto verdict = support::check_fenced_mutex(history);
@@ -42,7 +45,8 @@ TEST_CASE("a lock under a nemesis of partitions, pauses and kills keeps the fenc
                     << " accepted writes, " << verdict.overlaps << " overlaps ("
                     << verdict.excused_overlaps << " after a fault, safe by the token)");
   for (const auto& violation : verdict.violations) FAIL_CHECK(violation);
-  for (const auto& violation : support::check_fenced_counter(dir.path() / "store.journal")) {
+  const auto journal = support::nemesis_journal(dir.path(), "nemesis");
+  for (const auto& violation : support::check_fenced_counter(journal)) {
     FAIL_CHECK(violation);
   }
   CHECK(verdict.sections >= 10);
