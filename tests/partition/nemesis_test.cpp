@@ -29,7 +29,7 @@ TEST_CASE("locks, reader-writer locks and semaphores under a nemesis of cuts, pa
   const std::string semaphore = support::unique_name("nemesis-semaphore");
   support::nemesis_plan plan{
       .workloads = {{lock, "lock", urls}, {rw, "rw", urls}, {semaphore, "semaphore:2", urls}},
-      .seconds = 14,
+      .seconds = 12,
       .aim = support::nemesis_aim::at_holders};
   const auto on_path_a = [&](std::size_t worker) { return urls[worker % urls.size()] == url_a; };
   // Cuts path A while the holder aimed at is on it.
@@ -39,7 +39,7 @@ TEST_CASE("locks, reader-writer locks and semaphores under a nemesis of cuts, pa
     const std::int64_t from = support::monotonic_ns();
     {
       support::partition_cut cut(set, backend.servers, net_path::a);
-      std::this_thread::sleep_for(std::chrono::milliseconds(500 + random() % 4500));  // the cut's length
+      std::this_thread::sleep_for(std::chrono::milliseconds(500 + random() % 2000));  // the cut's length
     }
     for (std::size_t worker = 0; worker < pids.size(); ++worker) {
       if (!on_path_a(worker)) continue;

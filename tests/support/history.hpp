@@ -23,7 +23,10 @@
 //      holder outside faults;
 //   2. readers overlap only readers outside faults;
 //   3. a semaphore's holders never exceed its max_count outside faults;
-//   4. no two grants share a token, and tokens rise between sections that do not overlap;
+//   4. no two grants share a token, and tokens rise between sections that do not overlap where
+//      one of them excludes the other (a lock's, a writer's): one release can admit two
+//      readers, or two semaphore waiters, and each learns of it when it can, so among those
+//      the tokens follow the queue, not the order in which the sections began;
 //   5. the fenced store loses no increment and never accepts a token lower than one it has
 //      seen (check_fenced_counter).
 // A run proves something only if its faults landed inside sections: judge_faults() counts

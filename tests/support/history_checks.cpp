@@ -41,7 +41,13 @@ std::vector<section> sorted_by_begin(const history& h) {
   return by_begin;
 }
 
-/// Invariant 4: unique tokens, rising between sections that do not overlap.
+/// Whether a section excludes every other holder: a lock's or a writer's. A release can admit
+/// two readers, or two waiters for a semaphore's slots, at once, and each learns of its grant
+/// when it can (one may be paused or cut off): their tokens follow their places in the queue,
+/// not the order in which their sections began.
+bool exclusive(const section& s) { return s.kind == hold::lock || s.kind == hold::write; }
+
+/// Invariant 4: unique tokens, rising between exclusive sections that do not overlap.
 void check_tokens(const std::vector<section>& by_begin, verdict& v) {
   std::map<std::uint64_t, const section*> seen;
   for (const section& s : by_begin) {
@@ -54,15 +60,21 @@ void check_tokens(const std::vector<section>& by_begin, verdict& v) {
   std::vector<section> by_end = by_begin;
   std::sort(by_end.begin(), by_end.end(),
             [](const section& a, const section& b) { return a.end < b.end; });
+  // The highest token among the sections ended so far: all of them, and the writers' only.
   std::size_t ended = 0;
   const section* highest = nullptr;
+  const section* highest_exclusive = nullptr;
   for (const section& s : by_begin) {
     while (ended < by_end.size() && by_end[ended].end < s.begin) {
-      if (!highest || by_end[ended].token > highest->token) highest = &by_end[ended];
-      ++ended;
+      const section& e = by_end[ended++];
+      if (!highest || e.token > highest->token) highest = &e;
+      if (exclusive(e) && (!highest_exclusive || e.token > highest_exclusive->token)) {
+        highest_exclusive = &e;
+      }
     }
-    if (highest && highest->token >= s.token) {
-      v.violations.push_back("fencing token went back: " + describe(*highest) +
+    const section* before = exclusive(s) ? highest : highest_exclusive;
+    if (before && before->token >= s.token) {
+      v.violations.push_back("fencing token went back: " + describe(*before) +
                              " ended before " + describe(s) + " began");
     }
   }

@@ -172,3 +172,17 @@ TEST_CASE("a section begun and never ended is a killed one, or a malformed histo
     CHECK_THROWS_WITH(support::read_history(log), Catch::Contains("never ended"));
   }
 }
+
+TEST_CASE("the token checker orders a reader after a writer, not two readers admitted at once",
+          "[core][checker]") {
+  using support::hold;
+  // One release admitted both readers; the one with the lower token learned of it later.
+  history readers{.sections = {as(hold::read, held(1, 11, 0, 5, 0)),
+                               as(hold::read, held(2, 10, 6, 9, 0))}};
+  CHECK(support::check_reader_writer(readers).violations.empty());
+  history after_writer{.sections = {as(hold::write, held(1, 11, 0, 5, 0)),
+                                    as(hold::read, held(2, 10, 6, 9, 0))}};
+  const auto v = support::check_reader_writer(after_writer);
+  REQUIRE(v.violations.size() == 1);
+  CHECK_THAT(v.violations[0], Catch::Contains("went back"));
+}
