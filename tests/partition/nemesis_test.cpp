@@ -1,6 +1,7 @@
-// The nemesis over real partitions: two workers reach the backend over path A, two over path B,
-// which stays up; the nemesis aims at holders: it cuts off and heals path A when the holder it
-// aims at is on it, and pauses and kills holders. The checker (support/history.hpp) then judges the whole history.
+// The nemesis over real partitions: two workers of each workload reach the backend over path A,
+// two over path B, which stays up; the nemesis aims at holders: it cuts off and heals path A
+// when the holder it aims at is on it, and pauses and kills holders. The checker
+// (support/history.hpp) then judges the whole history.
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -29,8 +30,7 @@ TEST_CASE("locks, reader-writer locks and semaphores under a nemesis of cuts, pa
   const std::string semaphore = support::unique_name("nemesis-semaphore");
   support::nemesis_plan plan{
       .workloads = {{lock, "lock", urls}, {rw, "rw", urls}, {semaphore, "semaphore:2", urls}},
-      .seconds = 12,
-      .aim = support::nemesis_aim::at_holders};
+      .seconds = 12};
   const auto on_path_a = [&](std::size_t worker) { return urls[worker % urls.size()] == url_a; };
   // Cuts path A while the holder aimed at is on it.
   plan.extra_fault = [&](std::mt19937& random, const std::filesystem::path& log,
@@ -39,7 +39,8 @@ TEST_CASE("locks, reader-writer locks and semaphores under a nemesis of cuts, pa
     const std::int64_t from = support::monotonic_ns();
     {
       support::partition_cut cut(set, backend.servers, net_path::a);
-      std::this_thread::sleep_for(std::chrono::milliseconds(500 + random() % 2000));  // the cut's length
+      const auto length = std::chrono::milliseconds(500 + random() % 2000);
+      std::this_thread::sleep_for(length);  // the cut lasts
     }
     for (std::size_t worker = 0; worker < pids.size(); ++worker) {
       if (!on_path_a(worker)) continue;

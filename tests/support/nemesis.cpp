@@ -70,11 +70,7 @@ class nemesis {
   }
 
   std::filesystem::path run() {
-    if (plan_.aim == nemesis_aim::scattered) {
-      run_scattered();
-    } else {
-      run_at_holders();
-    }
+    run_at_holders();
     for (auto& worker : workers_) {
       const auto status = worker.process->wait(60s);
       REQUIRE(status);
@@ -84,8 +80,6 @@ class nemesis {
   }
 
  private:
-  bool aimed() const { return plan_.aim == nemesis_aim::at_holders; }
-
   void spawn(std::size_t i) {
     const auto left = std::chrono::seconds(plan_.seconds) - (steady::now() - start_);
     const auto seconds = std::max<long>(1, std::chrono::ceil<std::chrono::seconds>(left).count());
@@ -93,8 +87,7 @@ class nemesis {
     worker.process = std::make_unique<child_process>(std::vector<std::string>{
         helper_path(), "nemesis-worker", worker.url, worker.workload->name,
         worker.workload->mode, std::to_string(seconds), log_.string(),
-        (directory_ / (worker.workload->name + ".store")).string(), aimed() ? "100" : "1",
-        aimed() ? "2000" : "1"});
+        (directory_ / (worker.workload->name + ".store")).string(), "100", "2000"});
   }
 
   std::vector<pid_t> pids() const {
@@ -104,7 +97,7 @@ class nemesis {
   }
 
   std::chrono::milliseconds pause_length() {
-    if (aimed() && plan_.lease) return *plan_.lease + std::chrono::milliseconds(500 + random_() % 1000);
+    if (plan_.lease) return *plan_.lease + std::chrono::milliseconds(500 + random_() % 1000);
     return std::chrono::milliseconds(200 + random_() % 1800);
   }
 
@@ -138,17 +131,6 @@ class nemesis {
       return;
     }
     pause(victim);
-    if (!aimed()) {  // one fault at a time: the pause lasts until the next strike
-      std::this_thread::sleep_for(*workers_[victim].paused_until - steady::now());
-      resume(workers_[victim]);
-    }
-  }
-
-  // The last two seconds are left calm, so that the workers finish their last sections.
-  void run_scattered() {
-    while (steady::now() - start_ < std::chrono::seconds(plan_.seconds - 2)) {
-      strike(random_() % workers_.size());
-    }
   }
 
   // Faults stop early enough that the longest pause ends a second before the workers do.

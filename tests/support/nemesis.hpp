@@ -3,11 +3,11 @@
 // kills them and, when given one, applies a fault of the caller's (a network partition). The
 // history it leaves is judged by history.hpp's checkers.
 //
-// Two ways to aim. Scattered: sections of 1 ms, faults at any worker at any moment, so a fault
-// seldom lands inside a section. At holders: sections of 100 ms to 2 s, and every fault aimed
-// at a process inside one (the nemesis follows the workers' B and S lines in the log), pauses
+// The faults are aimed at holders: sections last 100 ms to 2 s, and every fault strikes a
+// process inside one (the nemesis follows the workers' B and S lines in the log), pauses
 // outlasting the backend's lease, so that a holder is deposed while it works and must be
-// refused by the fenced store when it resumes.
+// refused by the fenced store when it resumes. (Faults at random moments, against sections of
+// a millisecond, almost never landed inside one.)
 #pragma once
 
 #include <sys/types.h>
@@ -22,8 +22,6 @@
 
 namespace support {
 
-enum class nemesis_aim { scattered, at_holders };
-
 /// Workers on one name: one per URL (the same backend, possibly over different network paths).
 struct nemesis_workload {
   std::string name;
@@ -36,9 +34,8 @@ struct nemesis_plan {
   /// their sections' kind, so at most one workload of each mode).
   std::vector<nemesis_workload> workloads;
   int seconds = 8;
-  nemesis_aim aim = nemesis_aim::scattered;
-  /// The backend's lease: an aimed pause outlasts it by 0.5 to 1.5 s. nullopt (a backend where
-  /// a paused holder keeps its grant, or a scattered run): pauses of 0.2 to 2 s.
+  /// The backend's lease: a pause outlasts it by 0.5 to 1.5 s. nullopt (a backend where a
+  /// paused holder keeps its grant): pauses of 0.2 to 2 s.
   std::optional<std::chrono::milliseconds> lease;
   /// An extra fault the nemesis picks as often as a kill. It gets the random engine, the
   /// history log, the workers' pids (in the order of the workloads' URLs) and the index of the
