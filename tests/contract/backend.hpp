@@ -2,6 +2,7 @@
 // contract::backend() for the backend it links, and the same cases run against all of them.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -25,6 +26,15 @@ class backend_fixture {
 
   /// A URL for make_provider in helper processes, reaching the same backend.
   virtual std::string url() const = 0;
+
+  /// How a nemesis run's workers (nemesis_test.cpp) reach the backend: url() with the shortest
+  /// lease the test servers allow, so that a holder paused past it is deposed within the run,
+  /// and that lease; nullopt where a paused holder keeps its grant however long (files).
+  struct leased_url {
+    std::string url;
+    std::optional<std::chrono::milliseconds> lease;
+  };
+  virtual leased_url nemesis_url() const { return {url(), std::nullopt}; }
 
   /// Takes the held lock, or reader-writer lock (read, write or upgradeable read), `name` away
   /// behind its holder's back (removes or replaces the lock file, deletes the keys or nodes,

@@ -1,6 +1,7 @@
-// The nemesis over real partitions: two workers reach the backend over path A, which the
-// nemesis cuts off and heals at random, two over path B, which stays up; the nemesis also pauses
-// and kills workers. The checker (support/history.hpp) then judges the whole history.
+// The nemesis over real partitions: two workers of each workload reach the backend over path A,
+// two over path B, which stays up; the nemesis aims at holders: it cuts off and heals path A
+// when the holder it aims at is on it, and pauses and kills holders. The checker
+// (support/history.hpp) then judges the whole history.
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -12,7 +13,8 @@
 
 using support::net_path;
 
-TEST_CASE("a lock under a nemesis of partitions, pauses and kills keeps the fenced-mutex model",
+TEST_CASE("locks, reader-writer locks and semaphores under a nemesis of cuts, pauses and kills "
+          "aimed at their holders keep their models",
           "[partition][nemesis]") {
   const partition::backend_case& backend = partition::backend();
   support::partition_servers set;
@@ -20,30 +22,53 @@ TEST_CASE("a lock under a nemesis of partitions, pauses and kills keeps the fenc
   const auto url_a = backend.url(set.url(backend.variable, net_path::a), scope);
   const auto url_b = backend.url(set.url(backend.variable, net_path::b), scope);
   support::temp_directory dir;
-  support::nemesis_plan plan{.worker_urls = {url_a, url_a, url_b, url_b},
-                             .name = "nemesis",
-                             .seconds = 14};
+  // Each workload's first two workers are on path A. Three at once give the nemesis holders to
+  // aim at while a lock's holder is cut off or its lease runs out.
+  const std::vector<std::string> urls{url_a, url_a, url_b, url_b};
+  const std::string lock = support::unique_name("nemesis-lock");
+  const std::string rw = support::unique_name("nemesis-rw");
+  const std::string semaphore = support::unique_name("nemesis-semaphore");
+  support::nemesis_plan plan{
+      .workloads = {{lock, "lock", urls}, {rw, "rw", urls}, {semaphore, "semaphore:2", urls}},
+      .seconds = 12};
+  const auto on_path_a = [&](std::size_t worker) { return urls[worker % urls.size()] == url_a; };
+  // Cuts path A while the holder aimed at is on it.
   plan.extra_fault = [&](std::mt19937& random, const std::filesystem::path& log,
-                         const std::vector<pid_t>& pids) {
+                         const std::vector<pid_t>& pids, std::size_t victim) {
+    if (!on_path_a(victim)) return false;
     const std::int64_t from = support::monotonic_ns();
     {
       support::partition_cut cut(set, backend.servers, net_path::a);
-      std::this_thread::sleep_for(std::chrono::milliseconds(500 + random() % 4500));  // the cut's length
+      const auto length = std::chrono::milliseconds(500 + random() % 2000);
+      std::this_thread::sleep_for(length);  // the cut lasts
     }
-    for (std::size_t worker = 0; worker < 2; ++worker) {  // the workers on path A
+    for (std::size_t worker = 0; worker < pids.size(); ++worker) {
+      if (!on_path_a(worker)) continue;
       support::append_history_line(log, "P " + std::to_string(pids[worker]) + " " +
                                             std::to_string(from) + " " +
                                             std::to_string(support::monotonic_ns()));
     }
+    return true;
   };
   const auto history = support::read_history(support::run_nemesis(dir.path(), plan));
   const auto verdict = support::check_fenced_mutex(history);
-  WARN(backend.name << ": " << verdict.sections << " sections, " << verdict.accepted_writes
-                    << " accepted writes, " << verdict.overlaps << " overlaps ("
-                    << verdict.excused_overlaps << " after a fault, safe by the token)");
-  for (const auto& violation : verdict.violations) FAIL_CHECK(violation);
-  for (const auto& violation : support::check_fenced_counter(dir.path() / "store.journal")) {
-    FAIL_CHECK(violation);
+  const auto reader_writer = support::check_reader_writer(history);
+  const auto slots = support::check_semaphore(history, 2);
+  const auto faults = support::judge_faults(history, {.min_landed = 5});
+  WARN(backend.name << ": " << faults.faults << " faults, " << faults.landed
+                    << " inside a section (" << faults.landed_kills << " kills), "
+                    << faults.refusals << " steps refused; sections: " << verdict.sections
+                    << " lock, " << reader_writer.sections << " read or write, "
+                    << slots.sections << " slot");
+  for (const auto* judged : {&verdict, &reader_writer, &slots}) {
+    for (const auto& violation : judged->violations) FAIL_CHECK(violation);
   }
-  CHECK(verdict.sections >= 10);
+  for (const auto& violation : faults.violations) FAIL_CHECK(violation);
+  for (const auto& name : {lock, rw}) {
+    for (const auto& violation :
+         support::check_fenced_counter(support::nemesis_journal(dir.path(), name))) {
+      FAIL_CHECK(violation);
+    }
+  }
+  CHECK(verdict.sections + reader_writer.sections + slots.sections >= 10);
 }

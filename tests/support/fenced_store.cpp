@@ -44,9 +44,11 @@ class locked_store {
   locked_store(const locked_store&) = delete;
   locked_store& operator=(const locked_store&) = delete;
 
+  bool stale(std::uint64_t token) const { return token < highest_; }
+
   /// Admits `token` (raising the highest token seen) unless it is stale.
   bool admit(std::uint64_t token) {
-    if (token < highest_) return false;
+    if (stale(token)) return false;
     highest_ = token;
     save();
     return true;
@@ -107,6 +109,12 @@ fenced_store::fenced_store(std::filesystem::path path) : path_(std::move(path)) 
 std::optional<std::int64_t> fenced_store::read(std::uint64_t token) const {
   locked_store store(path_, journal_path());
   if (!store.admit(token)) return std::nullopt;
+  return store.value();
+}
+
+std::optional<std::int64_t> fenced_store::read_shared(std::uint64_t token) const {
+  locked_store store(path_, journal_path());
+  if (store.stale(token)) return std::nullopt;
   return store.value();
 }
 

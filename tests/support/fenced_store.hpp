@@ -21,6 +21,10 @@ class fenced_store {
 
   /// Reads the counter with `token`; nullopt when the token is stale.
   std::optional<std::int64_t> read(std::uint64_t token) const;
+  /// Reads the counter with `token` without raising the highest token: a reader's step, so
+  /// that readers holding at once never fence out one another. nullopt when the token is stale
+  /// (a writer with a newer grant has been here).
+  std::optional<std::int64_t> read_shared(std::uint64_t token) const;
   /// Stores `value` with `token`; false when the token is stale. An accepted write is also
   /// appended to journal_path() ("<token> <value>"), in the same atomic step, so the journal
   /// is the store's own record even of a writer killed before it could log its section.

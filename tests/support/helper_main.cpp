@@ -15,10 +15,10 @@
 //   dlock-test-helper lead URL NAME VALUE
 //     campaigns in the election NAME with VALUE, prints "leading <term>", resigns when stdin
 //     closes, prints "resigned".
-//   dlock-test-helper nemesis-worker URL NAME MODE SECONDS LOG STORE   MODE: lock | semaphore:N
-//     takes the lock (or a slot) again and again for SECONDS, each time working on the fenced
-//     counter STORE (lock) and logging the section to LOG in history.hpp's format; errors of
-//     the backend (a paused or cut-off server) are ridden out, as a service would.
+//   dlock-test-helper nemesis-worker URL NAME MODE SECONDS LOG STORE MIN_MS MAX_MS
+//     MODE: lock | rw | semaphore:N. Takes the lock (a read or write lock, a slot) again and
+//     again for SECONDS, holding each MIN_MS to MAX_MS, working on the fenced counter STORE
+//     and logging each section to LOG (nemesis_worker.hpp).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -30,8 +30,7 @@
 
 #include <dlock/dlock.hpp>
 
-#include "fenced_store.hpp"
-#include "history.hpp"
+#include "nemesis_worker.hpp"
 
 namespace {
 
@@ -67,58 +66,6 @@ void log_sections(const char* log_path, int iterations, Enter enter) {
     append_line(log, "E " + token + " " + pid + "\n");
   }
   ::close(log);
-}
-
-/// One critical section of a nemesis worker: the fenced counter's increment (a lock) or a
-/// moment of holding (a semaphore slot), as one history line.
-std::string nemesis_section(const dlock::lock_handle& held, const support::fenced_store* store) {
-  const std::int64_t begin = support::monotonic_ns();
-  std::string read = "-1", write = "-";
-  if (store) {
-    if (auto value = store->read(held.fencing_token())) {
-      read = std::to_string(*value);
-      write = store->write(held.fencing_token(), *value + 1) ? "1" : "0";
-    }
-  } else {
-    ::usleep(1000);
-  }
-  const bool lost = held.lost();
-  const std::int64_t end = support::monotonic_ns();
-  return "S " + std::to_string(::getpid()) + " " + std::to_string(held.fencing_token()) + " " +
-         std::to_string(begin) + " " + std::to_string(end) + " " + read + " " + write + " " +
-         (lost ? "1" : "0");
-}
-
-int nemesis_worker(const std::string& url, const std::string& name, const std::string& mode,
-                   int seconds, const std::string& log, const std::string& store_path) {
-  const bool semaphore = mode.rfind("semaphore:", 0) == 0;
-  std::optional<support::fenced_store> store;
-  if (!semaphore) store.emplace(store_path);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
-  // A worker respawned during a cut meets a backend that connects in its constructor (etcd's
-  // first lease, ZooKeeper's session) unreachable: it tries again, as a service would.
-  std::shared_ptr<dlock::provider> provider;
-  while (!provider && std::chrono::steady_clock::now() < until) {
-    try {
-      provider = dlock::make_provider(url);
-    } catch (const dlock::error&) {
-      ::usleep(50'000);
-    }
-  }
-  while (provider && std::chrono::steady_clock::now() < until) {
-    try {
-      std::optional<dlock::lock_handle> held =
-          semaphore ? provider->create_semaphore(name, std::stoul(mode.substr(10)))
-                          .try_acquire(std::chrono::seconds(2))
-                    : provider->create_lock(name).try_acquire(std::chrono::seconds(2));
-      if (!held) continue;
-      support::append_history_line(log, nemesis_section(*held, store ? &*store : nullptr));
-      held->release();
-    } catch (const dlock::error&) {
-      ::usleep(50'000);  // the backend is unreachable for now: try again, as a service would
-    }
-  }
-  return 0;
 }
 
 }  // namespace
@@ -216,14 +163,17 @@ int main(int argc, char** argv) try {
     });
     return 0;
   }
-  if (command == "nemesis-worker" && argc == 8) {
-    return nemesis_worker(argv[2], argv[3], argv[4], std::stoi(argv[5]), argv[6], argv[7]);
+  if (command == "nemesis-worker" && argc == 10) {
+    return support::run_nemesis_worker({.url = argv[2], .name = argv[3], .mode = argv[4],
+                                        .seconds = std::stoi(argv[5]), .log = argv[6],
+                                        .store = argv[7], .hold_min_ms = std::stoi(argv[8]),
+                                        .hold_max_ms = std::stoi(argv[9])});
   }
   std::cerr << "usage: dlock-test-helper hold URL NAME MODE | contend URL NAME N LOG"
                " | contend-upgrade URL NAME N LOG"
                " | contend-election URL NAME N LOG | lead URL NAME VALUE"
                " | contend-all URL NAME1 NAME2 N LOG"
-               " | nemesis-worker URL NAME MODE SECONDS LOG STORE\n";
+               " | nemesis-worker URL NAME MODE SECONDS LOG STORE MIN_MS MAX_MS\n";
   return 64;
 } catch (const std::exception& e) {
   std::cerr << "dlock-test-helper: " << e.what() << '\n';

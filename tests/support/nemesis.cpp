@@ -3,66 +3,191 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "history.hpp"
 #include "support.hpp"
 
 using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
 
 namespace support {
 
-std::filesystem::path run_nemesis(const std::filesystem::path& directory,
-                                  const nemesis_plan& plan) {
-  const auto log = directory / "history.log";
-  const auto store = directory / "store";
-  const auto start = std::chrono::steady_clock::now();
-  auto spawn = [&](std::size_t worker) {
-    const auto left = std::chrono::seconds(plan.seconds) - (std::chrono::steady_clock::now() - start);
-    const auto seconds = std::max<long>(1, std::chrono::duration_cast<std::chrono::seconds>(left).count());
-    return std::make_unique<child_process>(std::vector<std::string>{
-        helper_path(), "nemesis-worker", plan.worker_urls[worker], plan.name, plan.mode,
-        std::to_string(seconds), log.string(), store.string()});
-  };
-  std::vector<std::unique_ptr<child_process>> workers;
-  for (std::size_t i = 0; i < plan.worker_urls.size(); ++i) workers.push_back(spawn(i));
-  auto pids = [&] {
-    std::vector<pid_t> all;
-    for (const auto& worker : workers) all.push_back(worker->pid());
-    return all;
-  };
+namespace {
 
-  const auto seed = std::random_device{}();
-  WARN("nemesis seed " << seed);
-  std::mt19937 random(seed);
-  // The last two seconds are left calm, so that the workers finish their last sections.
-  while (std::chrono::steady_clock::now() - start < std::chrono::seconds(plan.seconds - 2)) {
-    const std::size_t victim = random() % workers.size();
-    const auto choice = random() % 4;
-    if (choice == 0) {
-      workers[victim]->signal(SIGKILL);
-      append_history_line(log, "K " + std::to_string(workers[victim]->pid()) + " " +
-                                   std::to_string(monotonic_ns()));
-      workers[victim]->wait(10s);
-      workers[victim] = spawn(victim);
-    } else if (choice == 1 && plan.extra_fault) {
-      plan.extra_fault(random, log, pids());
-    } else {
-      const std::int64_t from = monotonic_ns();
-      workers[victim]->signal(SIGSTOP);
-      std::this_thread::sleep_for(std::chrono::milliseconds(200 + random() % 1800));  // the fault's length
-      workers[victim]->signal(SIGCONT);
-      append_history_line(log, "P " + std::to_string(workers[victim]->pid()) + " " +
-                                   std::to_string(from) + " " + std::to_string(monotonic_ns()));
+/// Follows the history log as the workers write it: a pid is inside a section from its B
+/// line to its S line (or its kill).
+class holder_watch {
+ public:
+  explicit holder_watch(std::filesystem::path log) : log_(std::move(log)) {}
+
+  std::vector<pid_t> holders() {
+    std::ifstream in(log_);
+    in.seekg(static_cast<std::streamoff>(offset_));
+    std::string text;
+    // Only whole lines: a worker's line is one write(2), but it may land after our read.
+    while (std::getline(in, text) && !in.eof()) {
+      offset_ += text.size() + 1;
+      std::istringstream line(text);
+      std::string kind;
+      pid_t pid = 0;
+      line >> kind >> pid;
+      if (kind == "B") inside_.insert(pid);
+      if (kind == "S" || kind == "K") inside_.erase(pid);
+    }
+    return {inside_.begin(), inside_.end()};
+  }
+
+ private:
+  std::filesystem::path log_;
+  std::size_t offset_ = 0;
+  std::set<pid_t> inside_;
+};
+
+struct worker_slot {
+  const nemesis_workload* workload;
+  std::string url;
+  std::unique_ptr<child_process> process;
+  std::optional<steady::time_point> paused_until;
+  std::int64_t paused_from = 0;
+};
+
+class nemesis {
+ public:
+  nemesis(const std::filesystem::path& directory, const nemesis_plan& plan)
+      : directory_(directory), plan_(plan), log_(directory / "history.log"), watch_(log_) {
+    for (const nemesis_workload& workload : plan.workloads) {
+      for (const std::string& url : workload.urls) workers_.push_back({&workload, url});
+    }
+    for (std::size_t i = 0; i < workers_.size(); ++i) spawn(i);
+    const auto seed = std::random_device{}();
+    WARN("nemesis seed " << seed);
+    random_.seed(seed);
+  }
+
+  std::filesystem::path run() {
+    run_at_holders();
+    for (auto& worker : workers_) {
+      const auto status = worker.process->wait(60s);
+      REQUIRE(status);
+      CHECK(exit_code(*status) == 0);
+    }
+    return log_;
+  }
+
+ private:
+  void spawn(std::size_t i) {
+    const auto left = std::chrono::seconds(plan_.seconds) - (steady::now() - start_);
+    const auto seconds = std::max<long>(1, std::chrono::ceil<std::chrono::seconds>(left).count());
+    worker_slot& worker = workers_[i];
+    worker.process = std::make_unique<child_process>(std::vector<std::string>{
+        helper_path(), "nemesis-worker", worker.url, worker.workload->name,
+        worker.workload->mode, std::to_string(seconds), log_.string(),
+        (directory_ / (worker.workload->name + ".store")).string(), "100", "2000"});
+  }
+
+  std::vector<pid_t> pids() const {
+    std::vector<pid_t> all;
+    for (const auto& worker : workers_) all.push_back(worker.process->pid());
+    return all;
+  }
+
+  std::chrono::milliseconds pause_length() {
+    if (plan_.lease) return *plan_.lease + std::chrono::milliseconds(500 + random_() % 1000);
+    return std::chrono::milliseconds(200 + random_() % 1800);
+  }
+
+  void kill(std::size_t victim) {
+    workers_[victim].process->signal(SIGKILL);
+    append_history_line(log_, "K " + std::to_string(workers_[victim].process->pid()) + " " +
+                                  std::to_string(monotonic_ns()));
+    workers_[victim].process->wait(10s);
+    spawn(victim);
+  }
+
+  void pause(std::size_t victim) {
+    workers_[victim].paused_from = monotonic_ns();
+    workers_[victim].process->signal(SIGSTOP);
+    workers_[victim].paused_until = steady::now() + pause_length();
+  }
+
+  void resume(worker_slot& worker) {
+    worker.process->signal(SIGCONT);
+    worker.paused_until.reset();
+    append_history_line(log_, "P " + std::to_string(worker.process->pid()) + " " +
+                                  std::to_string(worker.paused_from) + " " +
+                                  std::to_string(monotonic_ns()));
+  }
+
+  /// A kill, the caller's fault or a pause, at random, at `victim`.
+  void strike(std::size_t victim) {
+    const auto choice = random_() % 4;
+    if (choice == 0) return kill(victim);
+    if (choice == 1 && plan_.extra_fault && plan_.extra_fault(random_, log_, pids(), victim)) {
+      return;
+    }
+    pause(victim);
+  }
+
+  // Faults stop early enough that the longest pause ends a second before the workers do.
+  void run_at_holders() {
+    const auto longest = (plan_.lease ? *plan_.lease + 1500ms : 2000ms) + 1s;
+    const auto faults_end = start_ + std::chrono::seconds(plan_.seconds) - longest;
+    auto next = start_ + 500ms;
+    for (;;) {
+      const auto now = steady::now();
+      bool any_paused = false;
+      for (auto& worker : workers_) {
+        if (worker.paused_until && *worker.paused_until <= now) resume(worker);
+        any_paused = any_paused || worker.paused_until.has_value();
+      }
+      if (now >= faults_end && !any_paused) return;
+      if (now < faults_end && now >= next) {
+        if (const auto victim = pick_holder()) {
+          strike(*victim);
+          next = steady::now() + std::chrono::milliseconds(150 + random_() % 300);
+        }
+      }
+      std::this_thread::sleep_for(5ms);  // the period of following the log
     }
   }
-  for (auto& worker : workers) {
-    const auto status = worker->wait(60s);
-    REQUIRE(status);
-    CHECK(exit_code(*status) == 0);
+
+  /// A worker inside a section now, not already paused.
+  std::optional<std::size_t> pick_holder() {
+    std::vector<std::size_t> candidates;
+    const std::vector<pid_t> holders = watch_.holders();
+    for (std::size_t i = 0; i < workers_.size(); ++i) {
+      const bool holds = std::find(holders.begin(), holders.end(), workers_[i].process->pid()) !=
+                         holders.end();
+      if (holds && !workers_[i].paused_until) candidates.push_back(i);
+    }
+    if (candidates.empty()) return std::nullopt;
+    return candidates[random_() % candidates.size()];
   }
-  return log;
+
+  std::filesystem::path directory_;
+  const nemesis_plan& plan_;
+  std::filesystem::path log_;
+  holder_watch watch_;
+  steady::time_point start_ = steady::now();
+  std::vector<worker_slot> workers_;
+  std::mt19937 random_;
+};
+
+}  // namespace
+
+std::filesystem::path run_nemesis(const std::filesystem::path& directory,
+                                  const nemesis_plan& plan) {
+  return nemesis(directory, plan).run();
+}
+
+std::filesystem::path nemesis_journal(const std::filesystem::path& directory,
+                                      const std::string& name) {
+  return directory / (name + ".store.journal");
 }
 
 }  // namespace support

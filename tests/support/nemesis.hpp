@@ -1,34 +1,58 @@
-// A nemesis run: worker processes (dlock-test-helper nemesis-worker) take a lock or a
-// semaphore's slots again and again while the nemesis pauses and kills them at random, and,
-// when given one, applies a fault of the caller's (a network partition). The history it leaves
-// is judged by history.hpp's checkers.
+// A nemesis run: worker processes (dlock-test-helper nemesis-worker, nemesis_worker.hpp) take
+// locks, reader-writer locks or semaphores' slots again and again while the nemesis pauses and
+// kills them and, when given one, applies a fault of the caller's (a network partition). The
+// history it leaves is judged by history.hpp's checkers.
+//
+// The faults are aimed at holders: sections last 100 ms to 2 s, and every fault strikes a
+// process inside one (the nemesis follows the workers' B and S lines in the log), pauses
+// outlasting the backend's lease, so that a holder is deposed while it works and must be
+// refused by the fenced store when it resumes. (Faults at random moments, against sections of
+// a millisecond, almost never landed inside one.)
 #pragma once
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 namespace support {
 
-struct nemesis_plan {
-  /// One worker per URL (the same backend, possibly over different network paths).
-  std::vector<std::string> worker_urls;
+/// Workers on one name: one per URL (the same backend, possibly over different network paths).
+struct nemesis_workload {
   std::string name;
-  std::string mode = "lock";  ///< lock | semaphore:N
+  std::string mode = "lock";  ///< lock | rw | semaphore:N
+  std::vector<std::string> urls;
+};
+
+struct nemesis_plan {
+  /// Each on its own name, all at once, all in one history (the checkers tell them apart by
+  /// their sections' kind, so at most one workload of each mode).
+  std::vector<nemesis_workload> workloads;
   int seconds = 8;
-  /// An extra fault the nemesis picks as often as a pause. It gets the random engine, the
-  /// history log and the workers' pids (by URL index); it applies its fault, undoes it, and
-  /// logs a "P <pid> <from> <to>" line for every worker it cut off.
-  std::function<void(std::mt19937&, const std::filesystem::path&, const std::vector<pid_t>&)>
+  /// The backend's lease: a pause outlasts it by 0.5 to 1.5 s. nullopt (a backend where a
+  /// paused holder keeps its grant): pauses of 0.2 to 2 s.
+  std::optional<std::chrono::milliseconds> lease;
+  /// An extra fault the nemesis picks as often as a kill. It gets the random engine, the
+  /// history log, the workers' pids (in the order of the workloads' URLs) and the index of the
+  /// worker it is aimed at; it applies its fault, undoes it, logs a "P <pid> <from> <to>" line
+  /// for every worker it cut off and returns true, or returns false when it cannot reach that
+  /// worker (the nemesis pauses it instead).
+  std::function<bool(std::mt19937&, const std::filesystem::path&, const std::vector<pid_t>&,
+                     std::size_t)>
       extra_fault;
 };
 
-/// Runs the plan in `directory` and returns the path of the history log; the fenced store's
-/// journal is directory/store.journal. Fails the test (Catch2) when a worker does not end well.
+/// Runs the plan in `directory` and returns the path of the history log. Fails the test
+/// (Catch2) when a worker does not end well.
 std::filesystem::path run_nemesis(const std::filesystem::path& directory, const nemesis_plan& plan);
+
+/// The fenced store's journal of the workload on `name` in a run in `directory`.
+std::filesystem::path nemesis_journal(const std::filesystem::path& directory,
+                                      const std::string& name);
 
 }  // namespace support

@@ -18,6 +18,11 @@ section held(pid_t pid, std::uint64_t token, std::int64_t begin, std::int64_t en
           .write_accepted = true};
 }
 
+section as(support::hold kind, section s) {
+  s.kind = kind;
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("the checker accepts one holder after another with rising tokens", "[core][checker]") {
@@ -76,10 +81,108 @@ TEST_CASE("the counter checker finds an increment that was lost", "[core][checke
 }
 
 TEST_CASE("the semaphore checker counts holders at once against max_count", "[core][checker]") {
-  history h{.sections = {held(1, 1, 0, 10, 0), held(2, 2, 2, 8, 0), held(3, 3, 4, 6, 0)}};
+  using support::hold;
+  history h{.sections = {as(hold::slot, held(1, 1, 0, 10, 0)), as(hold::slot, held(2, 2, 2, 8, 0)),
+                         as(hold::slot, held(3, 3, 4, 6, 0))}};
   CHECK(check_semaphore(h, 3).violations.empty());
   REQUIRE(check_semaphore(h, 2).violations.size() == 1);
   CHECK_THAT(check_semaphore(h, 2).violations[0], Catch::Contains("3 holders at once"));
   h.faults.push_back({.pid = 3, .from = 0, .to = 100});  // a faulted holder does not count
   CHECK(check_semaphore(h, 2).violations.empty());
+}
+
+TEST_CASE("the reader-writer checker lets readers share and finds a reader beside a writer",
+          "[core][checker]") {
+  using support::hold;
+  history readers{.sections = {as(hold::read, held(1, 10, 0, 5, 0)),
+                               as(hold::read, held(2, 11, 2, 9, 0))}};
+  const auto shared = support::check_reader_writer(readers);
+  CHECK(shared.violations.empty());
+  CHECK(shared.excused_overlaps == 1);
+
+  history mixed{.sections = {as(hold::read, held(1, 10, 0, 5, 0)),
+                             as(hold::write, held(2, 11, 2, 9, 0))}};
+  const auto v = support::check_reader_writer(mixed);
+  REQUIRE(v.violations.size() == 1);
+  CHECK_THAT(v.violations[0], Catch::Contains("a reader and a writer at once"));
+  // The lock checker judges only lock sections: these are not its.
+  CHECK(check_fenced_mutex(mixed).sections == 0);
+}
+
+TEST_CASE("the counter checker finds a lower token accepted", "[core][checker]") {
+  support::temp_directory dir;
+  const auto journal = dir.path() / "store.journal";
+  support::append_history_line(journal, "11 1");
+  support::append_history_line(journal, "10 2");  // a deposed holder's write let through
+  const auto violations = support::check_fenced_counter(journal);
+  REQUIRE(violations.size() == 1);
+  CHECK_THAT(violations[0], Catch::Contains("token 10 accepted after 11"));
+}
+
+TEST_CASE("the fault judge fails a run whose faults did not land inside sections",
+          "[core][checker]") {
+  history h{.sections = {held(1, 10, 0, 50, 0), held(2, 11, 60, 90, 1)},
+            .faults = {{.pid = 1, .from = 10, .to = 20},     // inside pid 1's section
+                       {.pid = 2, .from = 55, .to = 58},     // before pid 2's
+                       {.pid = 2, .from = 95, .to = 99}}};   // after it
+  const auto figures = support::judge_faults(h, {.min_landed = 2});
+  CHECK(figures.faults == 3);
+  CHECK(figures.landed == 1);
+  REQUIRE(figures.violations.size() == 1);
+  CHECK_THAT(figures.violations[0], Catch::Contains("only 1 of 3 faults landed"));
+  CHECK(support::judge_faults(h, {.min_landed = 1}).violations.empty());
+}
+
+TEST_CASE("the fault judge wants a refusal once a holder was paused past its lease",
+          "[core][checker]") {
+  section deposed = held(1, 10, 0, 50, 0);  // paused 5..45 with a lease of 30, and let write
+  history h{.sections = {deposed, held(2, 11, 38, 44, 0)},
+            .faults = {{.pid = 1, .from = 5, .to = 45}}};
+  const auto figures = support::judge_faults(h, {.min_landed = 1, .lease_ns = 30});
+  CHECK(figures.paused_past_lease == 1);
+  CHECK(figures.refusals == 0);
+  REQUIRE(figures.violations.size() == 1);
+  CHECK_THAT(figures.violations[0], Catch::Contains("refused none"));
+
+  h.sections[0].write_accepted = false;  // the store refused the old token
+  const auto refused = support::judge_faults(h, {.min_landed = 1, .lease_ns = 30});
+  CHECK(refused.refusals == 1);
+  CHECK(refused.violations.empty());
+}
+
+TEST_CASE("a section begun and never ended is a killed one, or a malformed history",
+          "[core][checker]") {
+  support::temp_directory dir;
+  const auto log = dir.path() / "history.log";
+  support::append_history_line(log, "B 7 10 100 write");
+  support::append_history_line(log, "S 7 10 100 200 4 1 0 write");
+  support::append_history_line(log, "B 7 12 300 lock");
+  SECTION("killed inside it") {
+    support::append_history_line(log, "K 7 350");
+    const history h = support::read_history(log);
+    REQUIRE(h.sections.size() == 2);
+    CHECK(h.sections[0].kind == support::hold::write);
+    CHECK(h.sections[1].killed);
+    CHECK(h.sections[1].end == 350);
+    CHECK_FALSE(h.sections[1].refused());
+    const auto figures = support::judge_faults(h, {.min_landed = 1});
+    CHECK(figures.landed_kills == 1);
+  }
+  SECTION("never killed") {
+    CHECK_THROWS_WITH(support::read_history(log), Catch::Contains("never ended"));
+  }
+}
+
+TEST_CASE("the token checker orders a reader after a writer, not two readers admitted at once",
+          "[core][checker]") {
+  using support::hold;
+  // One release admitted both readers; the one with the lower token learned of it later.
+  history readers{.sections = {as(hold::read, held(1, 11, 0, 5, 0)),
+                               as(hold::read, held(2, 10, 6, 9, 0))}};
+  CHECK(support::check_reader_writer(readers).violations.empty());
+  history after_writer{.sections = {as(hold::write, held(1, 11, 0, 5, 0)),
+                                    as(hold::read, held(2, 10, 6, 9, 0))}};
+  const auto v = support::check_reader_writer(after_writer);
+  REQUIRE(v.violations.size() == 1);
+  CHECK_THAT(v.violations[0], Catch::Contains("went back"));
 }

@@ -36,6 +36,10 @@ class etcd_fixture final : public backend_fixture {
     return endpoint_ + "/" + prefix_.substr(0, prefix_.size() - 1) + "?lease=3s";
   }
 
+  leased_url nemesis_url() const override {
+    return {endpoint_ + "/" + prefix_.substr(0, prefix_.size() - 1) + "?lease=2s", 2s};
+  }
+
   void break_lock(const std::string& name) override {
     for (const std::string& queue : queues_of(name)) {
       support::etcdctl(endpoints_, {"del", "--prefix", queue});

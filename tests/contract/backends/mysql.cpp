@@ -53,6 +53,11 @@ class mariadb_fixture final : public backend_fixture {
 
   std::string url() const override { return url_ + "?grant_table=dlock_grants"; }
 
+  // The server closes a silent client's connection, freeing its locks, after server_lease.
+  leased_url nemesis_url() const override {
+    return {url() + "&keepalive=1s&server_lease=2s", std::chrono::seconds(2)};
+  }
+
   // Ends the connection that holds the name, as an operator's KILL or a server restart would.
   void break_lock(const std::string& name) override {
     auto names = server_names_of(name);

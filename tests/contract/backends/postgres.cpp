@@ -66,6 +66,12 @@ class postgres_fixture final : public backend_fixture {
            std::to_string(locks_per_session());
   }
 
+  // The server ends a silent client's session (idle_session_timeout), freeing its locks, after
+  // server_lease.
+  leased_url nemesis_url() const override {
+    return {url() + "&keepalive=1s&server_lease=2s", std::chrono::seconds(2)};
+  }
+
   // Ends the session that holds the lock, as a server restart or an operator would.
   void break_lock(const std::string& name) override { terminate_holder(name, name); }
 

@@ -65,6 +65,11 @@ class redis_fixture final : public backend_fixture {
     return endpoint_ + separator + "expiry=3s&prefix=" + prefix_;
   }
 
+  leased_url nemesis_url() const override {
+    const char separator = endpoint_.find('?') == std::string::npos ? '?' : '&';
+    return {endpoint_ + separator + "expiry=2s&prefix=" + prefix_, std::chrono::seconds(2)};
+  }
+
   // Every key of the name but its fencing counter (a lock's key, a reader-writer lock's writer
   // and readers, its upgrade gate). With RedLock a grant is on a majority of the nodes, not
   // always on all of them (a node may have refused it, or grant it a moment after the acquire

@@ -34,6 +34,11 @@ class zookeeper_fixture final : public backend_fixture {
 
   std::string url() const override { return endpoint_ + base_path_ + "?session_timeout=4s"; }
 
+  // The test server's minSessionTimeout is 1 s (scripts/test-servers/zookeeper.sh).
+  leased_url nemesis_url() const override {
+    return {endpoint_ + base_path_ + "?session_timeout=2s", 2s};
+  }
+
   // Removes the holders' nodes: a lock's or reader-writer lock's, a semaphore's leases and a
   // reader-writer lock's upgrade gate (not an election's candidates, which share the node).
   void break_lock(const std::string& name) override {
