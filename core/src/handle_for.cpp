@@ -48,7 +48,7 @@ lock_handle handle_for(const lock_target& target, lock_mode mode, std::unique_pt
     state->lost_reporter = std::make_unique<held_lock::lost_callback>(
         state->granted->lost_token(),
         [sink, backend = state->labels().backend, kind = target.kind, mode,
-         name = target.name] { sink->lost({backend, kind, mode, name}); });
+         name = target.name] { sink->lost(labels_for(backend, kind, mode, name)); });
   }
   if (target.max_hold > std::chrono::nanoseconds::zero()) {
     auto limit = std::make_shared<hold_limit>(target.service->backend().executor());

@@ -81,3 +81,38 @@ TEST_CASE("prometheus_metrics counts a provider's grants and releases", "[core][
   CHECK(has_line(text, "dlock_held{" + read + "} 0"));
   CHECK(has_line(text, "dlock_releases_total{" + read + R"(,result="ok"} 1)"));
 }
+
+TEST_CASE("prometheus_metrics labels each primitive by name and an election's lock election",
+          "[core][metrics]") {
+  dlock::prometheus_metrics metrics;
+  const auto granted = dlock::acquire_outcome::granted;
+  metrics.acquire_ended({"file", dlock::primitive::lock, dlock::lock_mode::exclusive, "a"},
+                        granted, 1ms);
+  metrics.acquire_ended(
+      {"file", dlock::primitive::reader_writer_lock, dlock::lock_mode::shared, "a"}, granted,
+      1ms);
+  metrics.acquire_ended({"file", dlock::primitive::semaphore, dlock::lock_mode::exclusive, "a"},
+                        granted, 1ms);
+  metrics.acquire_ended(
+      {"file", dlock::primitive::lock, dlock::lock_mode::exclusive, "a", /*election=*/true},
+      granted, 1ms);
+  const std::string text = metrics.render();
+  INFO(text);
+  for (const std::string series : {R"(primitive="lock",mode="exclusive")",
+                                   R"(primitive="reader_writer_lock",mode="shared")",
+                                   R"(primitive="semaphore",mode="exclusive")",
+                                   R"(primitive="election",mode="exclusive")"}) {
+    CHECK(has_line(text, R"(dlock_held{backend="file",)" + series + "} 1"));
+  }
+}
+
+TEST_CASE("prometheus_metrics counts a provider's campaign as an election", "[core][metrics]") {
+  auto provider = std::make_shared<dlock::memory::provider>();
+  auto metrics = std::make_shared<dlock::prometheus_metrics>();
+  provider->set_metrics_sink(metrics);
+  dlock::leadership lead = provider->create_election("scheduler").campaign("node-a", 1s);
+  const std::string election = R"(backend="memory",primitive="election",mode="exclusive")";
+  CHECK(has_line(metrics->render(), "dlock_held{" + election + "} 1"));
+  lead.resign();
+  CHECK(has_line(metrics->render(), "dlock_held{" + election + "} 0"));
+}

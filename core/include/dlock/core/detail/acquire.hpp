@@ -23,6 +23,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #endif
 
+#include <dlock/core/backend/resource_kind.hpp>
 #include <dlock/core/durations.hpp>
 #include <dlock/core/lock_kind.hpp>
 #include <dlock/core/detail/unique_function.hpp>
@@ -41,7 +42,7 @@ using try_acquire_completion = unique_function<try_acquire_signature>;
 /// One primitive of one provider, by name.
 struct lock_target {
   std::shared_ptr<lock_service> service;
-  primitive kind = primitive::lock;
+  resource_kind kind = resource_kind::lock;
   std::string name;
   std::uint32_t max_count = 1;
   /// Zero: no limit. Otherwise a grant is marked lost and released after this long.
