@@ -185,6 +185,29 @@ TEST_CASE("a metrics sink hears every acquire's outcome and wait, every release'
   CHECK(sink->events().size() == expected.size());
 }
 
+TEST_CASE("a metrics sink hears a write that took the upgrade gate but not the lock as one "
+          "acquire of the reader-writer lock, and nothing of the gate",
+          "[contract][metrics][reader_writer]") {
+  auto provider = backend().make_provider();
+  auto reader = backend().make_provider();
+  auto sink = std::make_shared<recording_sink>();
+  provider->set_metrics_sink(sink);
+  const auto name = unique_name("gated-sink");
+  auto read = reader->create_reader_writer_lock(name).acquire_read(10s);
+  auto lock = provider->create_reader_writer_lock(name);
+
+  CHECK_FALSE(lock.try_acquire_write());
+  CHECK_FALSE(lock.try_acquire_write(30ms));
+  read.release();
+  lock.acquire_write(10s).release();
+
+  const std::vector<std::string> expected{"acquire write " + name + " not_acquired",
+                                          "acquire write " + name + " timed_out",
+                                          "acquire write " + name + " granted",
+                                          "release write " + name};
+  CHECK(sink->events() == expected);
+}
+
 TEST_CASE("a metrics sink hears a leader's campaign and resignation as an election's, apart "
           "from the lock of the same name",
           "[contract][metrics][election]") {

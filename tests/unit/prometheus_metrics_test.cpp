@@ -106,13 +106,26 @@ TEST_CASE("prometheus_metrics labels each primitive by name and an election's lo
   }
 }
 
-TEST_CASE("prometheus_metrics counts a provider's campaign as an election", "[core][metrics]") {
-  auto provider = std::make_shared<dlock::memory::provider>();
+TEST_CASE("prometheus_metrics counts a campaign as an election and a gated write once",
+          "[core][metrics]") {
+  auto provider = std::make_shared<dlock::memory::provider>(
+      dlock::memory::options{.domain = "prometheus-kinds"});
+  auto reader = std::make_shared<dlock::memory::provider>(
+      dlock::memory::options{.domain = "prometheus-kinds"});
   auto metrics = std::make_shared<dlock::prometheus_metrics>();
   provider->set_metrics_sink(metrics);
   dlock::leadership lead = provider->create_election("scheduler").campaign("node-a", 1s);
+  auto read = reader->create_reader_writer_lock("catalog").acquire_read();
+  CHECK_FALSE(provider->create_reader_writer_lock("catalog").try_acquire_write(10ms));
+  std::string text = metrics->render();
+  INFO(text);
   const std::string election = R"(backend="memory",primitive="election",mode="exclusive")";
-  CHECK(has_line(metrics->render(), "dlock_held{" + election + "} 1"));
+  const std::string write = R"(backend="memory",primitive="reader_writer_lock",mode="exclusive")";
+  CHECK(has_line(text, "dlock_held{" + election + "} 1"));
+  CHECK(has_line(text, "dlock_acquires_total{" + write + R"(,outcome="timed_out"} 1)"));
+  // The gate the write took and let go is a step of that acquire: no series of its own.
+  CHECK(text.find("dlock_releases_total{") == std::string::npos);
+  CHECK(text.find("unknown") == std::string::npos);
   lead.resign();
   CHECK(has_line(metrics->render(), "dlock_held{" + election + "} 0"));
 }

@@ -48,8 +48,9 @@ struct lock_target {
   /// Zero: no limit. Otherwise a grant is marked lost and released after this long.
   std::chrono::nanoseconds max_hold{0};
   /// One step of a gated acquire (core/src/gated_acquire.cpp): the gate, or the
-  /// reader-writer lock behind it. A step is taken as asked (a write is not gated again) and
-  /// not counted in the provider's metrics: the gated acquire counts once.
+  /// reader-writer lock behind it. A step is taken as asked (a write is not gated again),
+  /// not counted in the provider's metrics and not told to its metrics sink: the gated
+  /// acquire counts once.
   bool step = false;
   /// The owner stored with its grants; empty: the provider's (provider::set_owner).
   std::string owner;
