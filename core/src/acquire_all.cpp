@@ -123,7 +123,7 @@ std::vector<std::size_t> canonical_order(const std::vector<lock_request>& locks)
   std::vector<key> keys;
   for (const auto& request : locks) {
     const lock_target& target = lock_set_access::target(request);
-    keys.emplace_back(target.service->describe(), target.kind == primitive::semaphore,
+    keys.emplace_back(target.service->describe(), target.kind == resource_kind::semaphore,
                       target.name, static_cast<int>(target.kind));
   }
   std::vector<std::size_t> order(locks.size());

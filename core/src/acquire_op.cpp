@@ -27,13 +27,13 @@ std::string format_timeout(std::chrono::nanoseconds timeout) {
   return std::to_string(duration_cast<microseconds>(timeout).count()) + "us";
 }
 
-const char* primitive_noun(primitive kind) {
+const char* primitive_noun(resource_kind kind) {
   switch (kind) {
-    case primitive::lock: return "lock";
-    case primitive::reader_writer_lock: return "reader-writer lock";
-    case primitive::semaphore: return "semaphore";
-    case primitive::upgrade_gate: return "upgrade gate of reader-writer lock";
-    case primitive::election: return "leadership of election";
+    case resource_kind::lock: return "lock";
+    case resource_kind::reader_writer_lock: return "reader-writer lock";
+    case resource_kind::semaphore: return "semaphore";
+    case resource_kind::upgrade_gate: return "upgrade gate of reader-writer lock";
+    case resource_kind::election: return "leadership of election";
   }
   return "lock";
 }
@@ -47,7 +47,7 @@ acquire_request request_for(const lock_target& target, lock_mode mode) {
   request.mode = mode;
   request.max_count = target.max_count;
   request.owner = target.owner.empty() ? target.service->owner() : target.owner;
-  if (target.kind == primitive::lock) request.min_hold = target.min_hold;
+  if (target.kind == resource_kind::lock) request.min_hold = target.min_hold;
   return request;
 }
 

@@ -28,7 +28,7 @@ void report_background_error(const error_handler& handler, std::exception_ptr er
 
 backend::~backend() = default;
 
-void backend::check_name(primitive, std::string_view) const {}
+void backend::check_name(resource_kind, std::string_view) const {}
 
 std::optional<std::uint32_t> backend::current_count(const acquire_request&) {
   return std::nullopt;
@@ -64,7 +64,7 @@ std::string backend::min_hold_refusal() const {
 
 bool backend::is_current(const acquire_request& request, std::uint64_t fencing_token) {
   const party_kind wanted =
-      request.kind == primitive::lock ? party_kind::exclusive : party_kind::write;
+      request.kind == resource_kind::lock ? party_kind::exclusive : party_kind::write;
   for (const auto& holder : inspect(request.name).holders) {
     if (holder.kind == wanted && holder.fencing_token == fencing_token) return true;
   }
@@ -117,7 +117,7 @@ std::string backend::message(std::string_view what, std::string_view name) const
 }
 
 void backend::check_slot_count(const acquire_request& request, std::uint32_t most) const {
-  if (request.kind != primitive::semaphore || request.max_count <= most) return;
+  if (request.kind != resource_kind::semaphore || request.max_count <= most) return;
   throw std::invalid_argument(message("max_count " + std::to_string(request.max_count) +
                                       " of semaphore '" + naming::quote_for_message(request.name) +
                                       "' exceeds " + std::to_string(most)));

@@ -22,7 +22,7 @@ namespace {
 
 lock_target lock_of(const election_target& target) {
   // No maximum hold: a leader leads until it resigns or loses the lock.
-  return lock_target{target.service, primitive::election, target.name, 1,
+  return lock_target{target.service, resource_kind::election, target.name, 1,
                      std::chrono::nanoseconds::zero()};
 }
 

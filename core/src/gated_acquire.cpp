@@ -16,7 +16,7 @@ namespace {
 
 lock_target gate_of(const lock_target& target) {
   lock_target gate = step_of(target);
-  gate.kind = primitive::upgrade_gate;
+  gate.kind = resource_kind::upgrade_gate;
   return gate;
 }
 
@@ -100,7 +100,7 @@ struct gated_acquire_op : std::enable_shared_from_this<gated_acquire_op> {
 }  // namespace
 
 bool gated(const lock_target& target, lock_mode mode) noexcept {
-  return !target.step && target.kind == primitive::reader_writer_lock &&
+  return !target.step && target.kind == resource_kind::reader_writer_lock &&
          mode == lock_mode::exclusive;
 }
 

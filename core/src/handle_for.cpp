@@ -42,13 +42,15 @@ lock_handle handle_for(const lock_target& target, lock_mode mode, std::unique_pt
   state->name = target.name;
   state->kind = target.kind;
   state->mode = mode;
-  if (auto sink = target.service->stats().sink()) {
+  // A step's grant is its gated acquire's to report, as the step's acquire was (detail::
+  // lock_target::step): a sink told of its release would count a lock never counted held.
+  if (auto sink = target.step ? nullptr : target.service->stats().sink()) {
     state->sink = sink;
     state->granted_at = std::chrono::steady_clock::now();
     state->lost_reporter = std::make_unique<held_lock::lost_callback>(
         state->granted->lost_token(),
         [sink, backend = state->labels().backend, kind = target.kind, mode,
-         name = target.name] { sink->lost({backend, kind, mode, name}); });
+         name = target.name] { sink->lost(labels_for(backend, kind, mode, name)); });
   }
   if (target.max_hold > std::chrono::nanoseconds::zero()) {
     auto limit = std::make_shared<hold_limit>(target.service->backend().executor());

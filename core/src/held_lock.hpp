@@ -6,6 +6,7 @@
 #include <mutex>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include <dlock/core/backend/lease.hpp>
 #include <dlock/core/detail/acquire.hpp>
 #include <dlock/core/lock_handle.hpp>
+#include <dlock/core/metrics_sink.hpp>
 
 #include "lock_service.hpp"
 
@@ -39,13 +41,30 @@ struct callbacks_gate {
   bool open = true;
 };
 
+/// The labels of an event about `kind` for a metrics sink, which knows only the primitives
+/// and the election. An upgrade gate is taken only as an uncounted step (gated_acquire.hpp),
+/// whose handle tells no sink; it would be labelled as its reader-writer lock's write.
+inline lock_labels labels_for(std::string_view backend, resource_kind kind, lock_mode mode,
+                              std::string_view name) {
+  switch (kind) {
+    case resource_kind::lock: return {backend, primitive::lock, mode, name};
+    case resource_kind::reader_writer_lock:
+      return {backend, primitive::reader_writer_lock, mode, name};
+    case resource_kind::semaphore: return {backend, primitive::semaphore, mode, name};
+    case resource_kind::upgrade_gate:
+      return {backend, primitive::reader_writer_lock, lock_mode::exclusive, name};
+    case resource_kind::election: return {backend, primitive::lock, mode, name, true};
+  }
+  return {backend, primitive::lock, mode, name};
+}
+
 /// What a non-empty lock_handle owns.
 struct held_lock {
   using lost_callback = std::stop_callback<std::function<void()>>;
 
   /// The labels of this grant's events for a metrics sink.
   lock_labels labels() const {
-    return {service->stats().backend_label, kind, mode, name};
+    return labels_for(service->stats().backend_label, kind, mode, name);
   }
 
   std::shared_ptr<lock_service> service;
@@ -54,7 +73,7 @@ struct held_lock {
   /// Made by the first on_lost (under callbacks_mutex): most handles never have one.
   std::shared_ptr<callbacks_gate> callbacks_open;
   std::string name;
-  primitive kind = primitive::lock;
+  resource_kind kind = resource_kind::lock;
   lock_mode mode = lock_mode::exclusive;
   /// The metrics sink that saw the grant (null: none was set): it alone hears of its loss and
   /// release, so that its count of held locks stays true when the sink changes.
@@ -71,7 +90,7 @@ lock_handle handle_for(const lock_target& target, lock_mode mode, std::unique_pt
 
 /// The labels of an acquire of `target` in `mode` for a metrics sink.
 inline lock_labels labels_of(const lock_target& target, lock_mode mode) {
-  return {target.service->stats().backend_label, target.kind, mode, target.name};
+  return labels_for(target.service->stats().backend_label, target.kind, mode, target.name);
 }
 
 /// Core's way into a handle's state.

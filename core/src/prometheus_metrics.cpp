@@ -10,13 +10,12 @@ namespace dlock {
 
 namespace {
 
-std::string_view primitive_label(primitive kind) {
-  switch (kind) {
+std::string_view primitive_label(const lock_labels& lock) {
+  if (lock.election) return "election";
+  switch (lock.kind) {
     case primitive::lock: return "lock";
     case primitive::reader_writer_lock: return "reader_writer_lock";
     case primitive::semaphore: return "semaphore";
-    case primitive::upgrade_gate: break;
-    case primitive::election: return "election";
   }
   return "unknown";
 }
@@ -107,7 +106,7 @@ prometheus_metrics::prometheus_metrics(options opts) : options_(std::move(opts))
 }
 
 prometheus_metrics::series prometheus_metrics::lock_series(const lock_labels& lock) const {
-  series out = label("backend", lock.backend) + "," + label("primitive", primitive_label(lock.kind)) +
+  series out = label("backend", lock.backend) + "," + label("primitive", primitive_label(lock)) +
                "," + label("mode", mode_label(lock.mode));
   if (options_.label_names) out = with(out, "name", lock.name);
   return out;

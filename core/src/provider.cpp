@@ -15,8 +15,8 @@ provider::provider(std::shared_ptr<backend> backend, error_handler on_error)
 
 distributed_lock provider::create_lock(std::string_view name) {
   naming::validate_name(name);
-  service_->backend().check_name(primitive::lock, name);
-  detail::lock_target target{service_, primitive::lock, std::string(name), 1,
+  service_->backend().check_name(resource_kind::lock, name);
+  detail::lock_target target{service_, resource_kind::lock, std::string(name), 1,
                             service_->default_max_hold()};
   target.min_hold = service_->default_min_hold();
   return distributed_lock(std::move(target));
@@ -24,21 +24,21 @@ distributed_lock provider::create_lock(std::string_view name) {
 
 distributed_reader_writer_lock provider::create_reader_writer_lock(std::string_view name) {
   naming::validate_name(name);
-  service_->backend().check_name(primitive::reader_writer_lock, name);
+  service_->backend().check_name(resource_kind::reader_writer_lock, name);
   return distributed_reader_writer_lock(
-      detail::lock_target{service_, primitive::reader_writer_lock, std::string(name), 1,
+      detail::lock_target{service_, resource_kind::reader_writer_lock, std::string(name), 1,
                           service_->default_max_hold()});
 }
 
 distributed_semaphore provider::create_semaphore(std::string_view name, std::uint32_t max_count) {
   naming::validate_name(name);
-  service_->backend().check_name(primitive::semaphore, name);
+  service_->backend().check_name(resource_kind::semaphore, name);
   if (max_count == 0) {
     throw std::invalid_argument("dlock: max_count of semaphore '" +
                                 naming::quote_for_message(name) + "' must be at least 1");
   }
   return distributed_semaphore(
-      detail::lock_target{service_, primitive::semaphore, std::string(name), max_count,
+      detail::lock_target{service_, resource_kind::semaphore, std::string(name), max_count,
                           service_->default_max_hold()});
 }
 

@@ -52,7 +52,7 @@ void etcd_backend::start() {
   }
 }
 
-std::string etcd_backend::queue_of(primitive kind, std::string_view name) const {
+std::string etcd_backend::queue_of(resource_kind kind, std::string_view name) const {
   return queue_prefix(options_.prefix, kind, name);
 }
 

@@ -27,7 +27,7 @@
 namespace dlock::etcd::detail {
 
 /// The keys of one name's queues, by kind, each in create-revision order (inspector.cpp).
-using queues_by_kind = std::map<primitive, std::vector<::mvccpb::KeyValue>>;
+using queues_by_kind = std::map<resource_kind, std::vector<::mvccpb::KeyValue>>;
 /// The time left on each lease asked about (nullopt: gone).
 using time_left_by_lease = std::map<std::int64_t, std::optional<std::chrono::nanoseconds>>;
 
@@ -66,7 +66,7 @@ class etcd_backend final : public dlock::backend,
   /// The board of leader elections (election_board.cpp).
   std::shared_ptr<election_board> elections() override;
   /// The queue of `name` for `kind` (key_layout.hpp) under the options' prefix.
-  std::string queue_of(primitive kind, std::string_view name) const;
+  std::string queue_of(resource_kind kind, std::string_view name) const;
 
   etcd_client& client() noexcept { return *client_; }
   lease_keeper& keeper() noexcept { return *keeper_; }

@@ -40,7 +40,7 @@ class etcd_election_board final : public election_board {
   }
 
   std::optional<leader_info> leader(std::string_view election) override {
-    const std::string queue = backend_->queue_of(primitive::election, election);
+    const std::string queue = backend_->queue_of(resource_kind::election, election);
     pb::RangeRequest request;
     request.set_key(queue);
     request.set_range_end(prefix_end(queue));
@@ -57,7 +57,7 @@ class etcd_election_board final : public election_board {
 
   std::shared_ptr<void> watch(std::string_view election, std::function<void()> changed) override {
     auto watch = std::make_shared<election_watch>(
-        backend_, backend_->queue_of(primitive::election, election), std::move(changed));
+        backend_, backend_->queue_of(resource_kind::election, election), std::move(changed));
     watch->start();
     return std::shared_ptr<void>(watch.get(), [watch](election_watch*) { watch->close(); });
   }

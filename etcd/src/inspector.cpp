@@ -18,15 +18,15 @@ namespace {
 
 // One key of a name's queue, judged.
 struct queued_key {
-  primitive queue_kind;
+  resource_kind queue_kind;
   ::mvccpb::KeyValue kv;
   party_kind kind = party_kind::exclusive;
   bool holds = false;
 };
 
 // The queues inspect() shows; a break also frees the upgrade gate.
-constexpr primitive shown_queues[] = {primitive::lock, primitive::reader_writer_lock,
-                                      primitive::semaphore};
+constexpr resource_kind shown_queues[] = {resource_kind::lock, resource_kind::reader_writer_lock,
+                                          resource_kind::semaphore};
 
 pb::RangeRequest listing(const std::string& from, const std::string& to) {
   pb::RangeRequest range;
@@ -40,13 +40,14 @@ pb::RangeRequest listing(const std::string& from, const std::string& to) {
 // A queue in create-revision order, judged as its contenders judge themselves: a lock's or
 // the gate's first key holds; a writer (or a stranger's key) when no key is before it, a reader
 // when no writer is; the first max_count keys of a semaphore.
-std::vector<queued_key> judged(primitive queue_kind, const std::vector<::mvccpb::KeyValue>& keys,
+std::vector<queued_key> judged(resource_kind queue_kind,
+                               const std::vector<::mvccpb::KeyValue>& keys,
                                std::optional<std::uint32_t>& max_count) {
   std::vector<queued_key> out;
   bool anyone_before = false;
   bool writer_before = false;
   std::optional<std::uint64_t> count;
-  if (queue_kind == primitive::semaphore && !keys.empty()) {
+  if (queue_kind == resource_kind::semaphore && !keys.empty()) {
     count = recorded_max_count(keys.front().value());
     if (count && *count > 0 && *count <= UINT32_MAX) {
       max_count = static_cast<std::uint32_t>(*count);
@@ -55,14 +56,14 @@ std::vector<queued_key> judged(primitive queue_kind, const std::vector<::mvccpb:
   for (std::size_t at = 0; at < keys.size(); ++at) {
     queued_key key{queue_kind, keys[at]};
     switch (queue_kind) {
-      case primitive::reader_writer_lock: {
+      case resource_kind::reader_writer_lock: {
         const bool reader = parse_value(queue_kind, keys[at].value()).mark == "read";
         key.kind = reader ? party_kind::read : party_kind::write;
         key.holds = reader ? !writer_before : !anyone_before;
         writer_before = writer_before || !reader;
         break;
       }
-      case primitive::semaphore:
+      case resource_kind::semaphore:
         key.kind = party_kind::semaphore_slot;
         key.holds = !count || at < *count;
         break;
@@ -90,12 +91,12 @@ std::vector<queued_key> judged(const queues_by_kind& queues,
 
 // Where a key of the provider's prefix belongs: the kind of its queue and the escaped name,
 // or nothing for keys of elections, gates and strangers.
-std::optional<std::pair<primitive, std::string_view>> place_of(std::string_view rest) {
-  primitive kind = primitive::lock;
+std::optional<std::pair<resource_kind, std::string_view>> place_of(std::string_view rest) {
+  resource_kind kind = resource_kind::lock;
   for (auto [segment, segment_kind] : {std::pair{std::string_view(".rw/"),
-                                                 primitive::reader_writer_lock},
+                                                 resource_kind::reader_writer_lock},
                                        std::pair{std::string_view(".semaphore/"),
-                                                 primitive::semaphore}}) {
+                                                 resource_kind::semaphore}}) {
     if (rest.starts_with(segment)) {
       kind = segment_kind;
       rest.remove_prefix(segment.size());
@@ -119,11 +120,11 @@ void etcd_backend::check(const grpc::Status& status, std::string_view what,
 }
 
 queues_by_kind etcd_backend::read_queues(const std::string& name, bool with_gate) {
-  std::vector<primitive> kinds(std::begin(shown_queues), std::end(shown_queues));
-  if (with_gate) kinds.push_back(primitive::upgrade_gate);
+  std::vector<resource_kind> kinds(std::begin(shown_queues), std::end(shown_queues));
+  if (with_gate) kinds.push_back(resource_kind::upgrade_gate);
   // One Txn: every queue as it was at one revision.
   pb::TxnRequest txn;
-  for (primitive kind : kinds) {
+  for (resource_kind kind : kinds) {
     const std::string queue = queue_of(kind, name);
     *txn.add_success()->mutable_request_range() = listing(queue, prefix_end(queue));
   }

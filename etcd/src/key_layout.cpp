@@ -17,17 +17,17 @@ constexpr std::string_view read_value = "read";
 constexpr std::string_view write_value = "write";
 constexpr char owner_separator = '\n';
 
-std::string_view kind_segment(primitive kind) {
+std::string_view kind_segment(resource_kind kind) {
   switch (kind) {
-    case primitive::lock:
+    case resource_kind::lock:
       return "";
-    case primitive::reader_writer_lock:
+    case resource_kind::reader_writer_lock:
       return ".rw/";
-    case primitive::semaphore:
+    case resource_kind::semaphore:
       return ".semaphore/";
-    case primitive::upgrade_gate:
+    case resource_kind::upgrade_gate:
       return ".upgrade-gate/";
-    case primitive::election:
+    case resource_kind::election:
       return ".election/";
   }
   return "";
@@ -42,7 +42,7 @@ std::optional<std::uint64_t> parse_count(std::string_view text) {
 
 }  // namespace
 
-std::string queue_prefix(std::string_view base, primitive kind, std::string_view name) {
+std::string queue_prefix(std::string_view base, resource_kind kind, std::string_view name) {
   std::string prefix(base);
   prefix += kind_segment(kind);
   prefix += naming::escape_segment(name, max_escaped_bytes, false);
@@ -65,28 +65,28 @@ std::string contender_value(const acquire_request& request) {
     return request.owner.empty() ? mark : mark + owner_separator + request.owner;
   };
   switch (request.kind) {
-    case primitive::lock:
+    case resource_kind::lock:
       return request.owner;
-    case primitive::reader_writer_lock:
+    case resource_kind::reader_writer_lock:
       return marked(std::string(request.mode == lock_mode::shared ? read_value : write_value));
-    case primitive::semaphore:
+    case resource_kind::semaphore:
       return marked(std::to_string(request.max_count));
-    case primitive::upgrade_gate:
-    case primitive::election:
+    case resource_kind::upgrade_gate:
+    case resource_kind::election:
       return "";
   }
   return "";
 }
 
-contender_record parse_value(primitive kind, std::string_view value) {
-  if (kind == primitive::lock) return {{}, value};
+contender_record parse_value(resource_kind kind, std::string_view value) {
+  if (kind == resource_kind::lock) return {{}, value};
   const auto separator = value.find(owner_separator);
   if (separator == std::string_view::npos) return {value, {}};
   return {value.substr(0, separator), value.substr(separator + 1)};
 }
 
 std::optional<std::uint64_t> recorded_max_count(std::string_view value) {
-  return parse_count(parse_value(primitive::semaphore, value).mark);
+  return parse_count(parse_value(resource_kind::semaphore, value).mark);
 }
 
 verdict queue_verdict(const acquire_request& request, std::string_view own_key,
@@ -95,7 +95,7 @@ verdict queue_verdict(const acquire_request& request, std::string_view own_key,
                           [&](const contender& c) { return c.key == own_key; });
   if (own == queue.end()) return {verdict::action::requeue};
   verdict result;
-  if (request.kind == primitive::semaphore) {
+  if (request.kind == resource_kind::semaphore) {
     for (const contender& c : queue) {
       auto count = recorded_max_count(c.value);
       if (count && *count != request.max_count) {
@@ -109,7 +109,7 @@ verdict queue_verdict(const acquire_request& request, std::string_view own_key,
     return result;
   }
   const bool reader =
-      request.kind == primitive::reader_writer_lock && request.mode == lock_mode::shared;
+      request.kind == resource_kind::reader_writer_lock && request.mode == lock_mode::shared;
   for (auto it = own; it != queue.begin();) {
     --it;
     if (reader && parse_value(request.kind, it->value).mark == read_value) continue;

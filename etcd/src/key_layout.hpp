@@ -19,7 +19,7 @@ namespace dlock::etcd::detail {
 /// The queue of `name` for `kind` (one function, so a new kind is one line here):
 /// `<base><kind segment><escaped name>/`. The lock's kind segment is empty; the others begin
 /// with '.', which escaping never puts first, so no name's queue holds another's keys.
-std::string queue_prefix(std::string_view base, primitive kind, std::string_view name);
+std::string queue_prefix(std::string_view base, resource_kind kind, std::string_view name);
 
 /// The key a contender queues: `<queue><lease id in lowercase hex>` (concurrency.Mutex's), or
 /// with `_<n>` appended for the n-th concurrent use of one queue by one provider (n > 0).
@@ -37,7 +37,7 @@ struct contender_record {
   std::string_view mark;
   std::string_view owner;
 };
-contender_record parse_value(primitive kind, std::string_view value);
+contender_record parse_value(resource_kind kind, std::string_view value);
 
 /// The max_count a semaphore contender's value records, if it is one.
 std::optional<std::uint64_t> recorded_max_count(std::string_view value);

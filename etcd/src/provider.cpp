@@ -31,7 +31,7 @@ provider::provider(std::shared_ptr<detail::etcd_backend> backend, error_handler 
 
 std::string provider::lock_key_prefix(std::string_view name) const {
   naming::validate_name(name);
-  return backend_->queue_of(primitive::lock, name);
+  return backend_->queue_of(resource_kind::lock, name);
 }
 
 void register_scheme() {

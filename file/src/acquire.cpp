@@ -23,20 +23,20 @@ file_acquire::file_acquire(std::shared_ptr<file_backend> backend, acquire_reques
     : backend_(std::move(backend)),
       request_(std::move(request)),
       done_(std::move(done)) {
-  if (request_.kind == primitive::semaphore) {
+  if (request_.kind == resource_kind::semaphore) {
     const std::string base = backend_->semaphore_file_name(request_.name);
     count_file_ = backend_->path_of(base);
     for (std::uint32_t i = 0; i < request_.max_count; ++i) {
       candidates_.push_back(candidate_of(base + "." + std::to_string(i)));
     }
-  } else if (request_.kind == primitive::upgrade_gate) {
+  } else if (request_.kind == resource_kind::upgrade_gate) {
     candidates_.push_back(candidate_of(backend_->gate_file_name(request_.name)));
-  } else if (request_.kind == primitive::election) {
+  } else if (request_.kind == resource_kind::election) {
     candidates_.push_back(candidate_of(backend_->election_file_name(request_.name)));
   } else {
     candidates_.push_back(candidate_of(backend_->lock_file_name(request_.name)));
   }
-  if (request_.kind == primitive::reader_writer_lock) {
+  if (request_.kind == resource_kind::reader_writer_lock) {
     writers_.emplace(candidate_of(backend_->writers_file_name(request_.name)));
   }
 }
@@ -100,9 +100,9 @@ std::unique_ptr<lease> file_acquire::try_once() {
   hold_left_ = std::chrono::nanoseconds::zero();
   // Semaphores, upgrade gates and elections have files of their own, which no hold reaches.
   const bool respect_hold =
-      request_.kind == primitive::lock || request_.kind == primitive::reader_writer_lock;
+      request_.kind == resource_kind::lock || request_.kind == resource_kind::reader_writer_lock;
   try {
-    if (request_.kind == primitive::semaphore) check_count();
+    if (request_.kind == resource_kind::semaphore) check_count();
     if (writers_ && !writers_locked_) {
       // Behind a waiting writer (exclusive), or, for a writer, behind readers on their way
       // in (shared, for the moment between their two locks) and other writers.
@@ -196,11 +196,11 @@ void file_acquire::check_count() {
 }
 
 std::unique_ptr<lease> file_acquire::grant(candidate& c) {
-  const int counter_fd = request_.kind == primitive::semaphore ? count_fd_.get() : c.fd.get();
+  const int counter_fd = request_.kind == resource_kind::semaphore ? count_fd_.get() : c.fd.get();
   // A LOCK_EX holder of its own file is the only grant that can touch the counter; readers
   // and the slots of a semaphore share theirs and take the byte-range lock.
   const bool sole_holder =
-      request_.kind != primitive::semaphore && request_.mode == lock_mode::exclusive;
+      request_.kind != resource_kind::semaphore && request_.mode == lock_mode::exclusive;
   const std::uint64_t token = next_fencing_token(counter_fd, sole_holder);
   const std::int64_t hold_until =
       request_.min_hold > std::chrono::nanoseconds::zero()
@@ -208,12 +208,12 @@ std::unique_ptr<lease> file_acquire::grant(candidate& c) {
           : 0;
   // Readers share their file, so only an exclusive holder can say who it is there. An
   // election's file keeps the leader's record in that place instead (election_board.cpp).
-  if (request_.mode == lock_mode::exclusive && request_.kind != primitive::upgrade_gate &&
-      request_.kind != primitive::election) {
+  if (request_.mode == lock_mode::exclusive && request_.kind != resource_kind::upgrade_gate &&
+      request_.kind != resource_kind::election) {
     write_holder_record(c.fd.get(), holder_record{
-        .kind = request_.kind == primitive::semaphore            ? party_kind::semaphore_slot
-                : request_.kind == primitive::reader_writer_lock ? party_kind::write
-                                                                 : party_kind::exclusive,
+        .kind = request_.kind == resource_kind::semaphore            ? party_kind::semaphore_slot
+                : request_.kind == resource_kind::reader_writer_lock ? party_kind::write
+                                                                     : party_kind::exclusive,
         .fencing_token = token,
         .since = std::chrono::system_clock::now(),
         .pid = static_cast<int>(::getpid()),

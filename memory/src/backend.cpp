@@ -14,9 +14,9 @@ namespace {
 
 lock_party party_of(const acquire_request& request) {
   lock_party party;
-  if (request.kind == primitive::semaphore) {
+  if (request.kind == resource_kind::semaphore) {
     party.kind = party_kind::semaphore_slot;
-  } else if (request.kind == primitive::reader_writer_lock) {
+  } else if (request.kind == resource_kind::reader_writer_lock) {
     party.kind = request.mode == lock_mode::shared ? party_kind::read : party_kind::write;
   }
   party.since = std::chrono::system_clock::now();
@@ -55,7 +55,7 @@ class memory_lease final : public lease {
   memory_lease(std::shared_ptr<memory_domain> domain, std::string key,
                const acquire_request& request, std::uint64_t token)
       : lease(token), domain(std::move(domain)), key(std::move(key)), mode(request.mode),
-        semaphore(request.kind == primitive::semaphore), party(party_of(request)) {
+        semaphore(request.kind == resource_kind::semaphore), party(party_of(request)) {
     party.fencing_token = token;
   }
   ~memory_lease() override {
@@ -90,17 +90,17 @@ std::shared_ptr<memory_domain> memory_domain::named(const std::string& name) {
 // (and flock(1)); a semaphore of that name is another, and the upgrade gate a third.
 std::string memory_domain::key_of(const acquire_request& request) {
   switch (request.kind) {
-    case primitive::semaphore: return "S" + request.name;
-    case primitive::upgrade_gate: return "G" + request.name;
-    case primitive::election: return "E" + request.name;
-    case primitive::lock:
-    case primitive::reader_writer_lock: break;
+    case resource_kind::semaphore: return "S" + request.name;
+    case resource_kind::upgrade_gate: return "G" + request.name;
+    case resource_kind::election: return "E" + request.name;
+    case resource_kind::lock:
+    case resource_kind::reader_writer_lock: break;
   }
   return "L" + request.name;
 }
 
 void memory_domain::check_max_count(resource& r, const acquire_request& request) const {
-  if (request.kind != primitive::semaphore) return;
+  if (request.kind != resource_kind::semaphore) return;
   if (r.max_count == 0) r.max_count = request.max_count;
   if (r.max_count != request.max_count) {
     throw std::invalid_argument("dlock: memory " + name_ + ": semaphore '" +
@@ -111,7 +111,7 @@ void memory_domain::check_max_count(resource& r, const acquire_request& request)
 }
 
 bool memory_domain::grantable(const resource& r, const acquire_request& request) {
-  if (request.kind == primitive::semaphore) return r.slots < r.max_count;
+  if (request.kind == resource_kind::semaphore) return r.slots < r.max_count;
   if (std::chrono::steady_clock::now() < r.held_until) return false;
   if (request.mode == lock_mode::shared) return !r.writer;
   return !r.writer && r.readers == 0;
@@ -119,7 +119,7 @@ bool memory_domain::grantable(const resource& r, const acquire_request& request)
 
 std::unique_ptr<lease> memory_domain::grant(const std::string& key, resource& r,
                                             const acquire_request& request) {
-  if (request.kind == primitive::semaphore) {
+  if (request.kind == resource_kind::semaphore) {
     ++r.slots;
   } else if (request.mode == lock_mode::shared) {
     ++r.readers;

@@ -22,22 +22,22 @@ constexpr std::chrono::milliseconds killed_batch_patience{40};
 // What one connection holds at most once: a name per primitive (every mode and slot of it).
 std::string resource_of(const acquire_request& r) {
   switch (r.kind) {
-    case primitive::lock: return "L" + r.name;
-    case primitive::reader_writer_lock: return "W" + r.name;
-    case primitive::semaphore: return "S" + r.name;
-    case primitive::upgrade_gate: return "U" + r.name;
-    case primitive::election: return "E" + r.name;
+    case resource_kind::lock: return "L" + r.name;
+    case resource_kind::reader_writer_lock: return "W" + r.name;
+    case resource_kind::semaphore: return "S" + r.name;
+    case resource_kind::upgrade_gate: return "U" + r.name;
+    case resource_kind::election: return "E" + r.name;
   }
   return {};
 }
 
 bool writes(const acquire_request& r) {
-  return r.kind == primitive::reader_writer_lock && r.mode == lock_mode::exclusive;
+  return r.kind == resource_kind::reader_writer_lock && r.mode == lock_mode::exclusive;
 }
 
 // The max_count of the semaphore's live holders when it is not ours (attempt_sql).
 std::optional<std::uint64_t> other_max_count(const acquire_request& r, const query_result& result) {
-  if (r.kind != primitive::semaphore) return std::nullopt;
+  if (r.kind != resource_kind::semaphore) return std::nullopt;
   const auto other = result.value(2);
   return other ? std::optional(std::stoull(*other)) : std::nullopt;
 }
@@ -48,7 +48,7 @@ mysql_acquire::mysql_acquire(std::shared_ptr<mysql_backend> backend, acquire_req
       timer_(backend_->executor()) {
   resource_ = resource_of(request_);
   // Waiters of one semaphore spread over its slots.
-  if (request_.kind == primitive::semaphore) {
+  if (request_.kind == resource_kind::semaphore) {
     next_slot_ = static_cast<std::uint32_t>(
         reinterpret_cast<std::uintptr_t>(this) / sizeof(void*) % request_.max_count);
   }
@@ -92,7 +92,7 @@ void mysql_acquire::attempted(query_result r) {
   session_ = backend_->sessions().session_for_wait();
   own_session_ = true;
   // A reader that found the gate free but every slot taken has nothing to wait at.
-  if (request_.kind == primitive::reader_writer_lock && !writes(request_) &&
+  if (request_.kind == resource_kind::reader_writer_lock && !writes(request_) &&
       r.value(2) == std::optional<std::string>("1")) {
     pause_before_waiting();
     return;
@@ -136,7 +136,7 @@ void mysql_acquire::send_wait() {
     limit = std::max<std::chrono::nanoseconds>(
         request_.deadline - std::chrono::steady_clock::now(), std::chrono::milliseconds(1));
   }
-  const bool sliced = request_.kind == primitive::semaphore;
+  const bool sliced = request_.kind == resource_kind::semaphore;
   if (sliced) limit = std::min(limit, backend_->settings().semaphore_retry);
   const std::uint32_t slot = next_slot_;
   if (sliced) next_slot_ = (next_slot_ + 1) % request_.max_count;
@@ -193,7 +193,7 @@ void mysql_acquire::waited(query_result r) {
   const bool asked_nothing =
       wait_machine().current() == dlock::detail::sql_wait_machine::phase::waiting;
   if (answer == event::not_granted && asked_nothing && !deadline_passed) {
-    if (request_.kind == primitive::reader_writer_lock && !writes(request_)) {
+    if (request_.kind == resource_kind::reader_writer_lock && !writes(request_)) {
       pause_before_waiting();  // past the gate, but every reader slot was taken
       return;
     }

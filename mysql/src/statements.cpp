@@ -36,7 +36,7 @@ std::string semaphore_slot(const acquire_request& r, std::uint32_t slot) {
 }
 
 bool writes(const acquire_request& r) {
-  return r.kind == primitive::reader_writer_lock && r.mode == lock_mode::exclusive;
+  return r.kind == resource_kind::reader_writer_lock && r.mode == lock_mode::exclusive;
 }
 
 // The first of `count` slots that GET_LOCK(..., 0) grants, or NULL.
@@ -59,17 +59,17 @@ std::optional<std::pair<party_kind, std::string>> recorded_grant(const acquire_r
     return held + ")";
   };
   switch (r.kind) {
-    case primitive::lock: return std::pair{party_kind::exclusive, lock_name(r)};
-    case primitive::reader_writer_lock:
+    case resource_kind::lock: return std::pair{party_kind::exclusive, lock_name(r)};
+    case resource_kind::reader_writer_lock:
       if (writes(r)) return std::pair{party_kind::write, gate(r)};
       return std::pair{party_kind::read,
                        by_slot(reader_slots, [&](std::uint32_t i) { return reader(r, i); })};
-    case primitive::semaphore:
+    case resource_kind::semaphore:
       return std::pair{party_kind::semaphore_slot, by_slot(r.max_count, [&](std::uint32_t i) {
                          return semaphore_slot(r, i);
                        })};
-    case primitive::upgrade_gate:
-    case primitive::election: break;
+    case resource_kind::upgrade_gate:
+    case resource_kind::election: break;
   }
   return std::nullopt;
 }
@@ -330,18 +330,18 @@ std::string attempt_sql(const acquire_request& r, const statement_settings& sett
                         std::chrono::nanoseconds wait, std::uint32_t slot) {
   const std::string taken = finish(r, settings, "@dlock_slot", "@dlock_slot IS NOT NULL");
   switch (r.kind) {
-    case primitive::lock:
-    case primitive::upgrade_gate:
+    case resource_kind::lock:
+    case resource_kind::upgrade_gate:
       return "SELECT @dlock_slot := IF(GET_LOCK(" +
-             (r.kind == primitive::lock ? lock_name(r) : upgrade_gate(r)) + ", " +
+             (r.kind == resource_kind::lock ? lock_name(r) : upgrade_gate(r)) + ", " +
              seconds(wait) + ") = 1, 0, NULL)" + taken;
-    case primitive::reader_writer_lock:
+    case resource_kind::reader_writer_lock:
       return writes(r) ? writer_attempt(r, settings, wait) : reader_attempt(r, settings, wait);
-    case primitive::election:
+    case resource_kind::election:
       if (!settings.election_table.empty()) return election_attempt(r, settings, wait);
       return "SELECT @dlock_slot := IF(GET_LOCK(" + election_lock(r.name) + ", " +
              seconds(wait) + ") = 1, 0, NULL)" + taken;
-    case primitive::semaphore: {
+    case resource_kind::semaphore: {
       const std::string any_slot =
           first_free(r.max_count, [&](std::uint32_t i) { return semaphore_slot(r, i); });
       if (wait > std::chrono::nanoseconds::zero()) {
@@ -366,7 +366,7 @@ std::string release_sql(const acquire_request& r, const statement_settings& sett
     sql += (first ? "RELEASE_LOCK(" : ", RELEASE_LOCK(") + quoted(name) + ")";
     first = false;
   }
-  if (r.kind == primitive::semaphore && !settings.semaphore_table.empty()) {
+  if (r.kind == resource_kind::semaphore && !settings.semaphore_table.empty()) {
     sql += "; DELETE FROM " + settings.semaphore_table + " WHERE semaphore = '" +
            name_hash(r.name) + "' AND holder = CONNECTION_ID()";
   }
@@ -374,14 +374,14 @@ std::string release_sql(const acquire_request& r, const statement_settings& sett
     sql += "; DELETE FROM " + settings.grant_table + " WHERE name_hash = '" + name_hash(r.name) +
            "' AND holder = CONNECTION_ID() AND kind IN (";
     switch (r.kind) {
-      case primitive::reader_writer_lock:
+      case resource_kind::reader_writer_lock:
         sql += std::to_string(static_cast<int>(party_kind::read)) + ", " +
                std::to_string(static_cast<int>(party_kind::write)) + ")";
         break;
       default: sql += std::to_string(static_cast<int>(recorded_grant(r)->first)) + ")";
     }
   }
-  if (r.kind == primitive::election && !settings.election_table.empty()) {
+  if (r.kind == resource_kind::election && !settings.election_table.empty()) {
     sql += "; DELETE FROM " + settings.election_table + " WHERE election_lock = " +
            election_lock(r.name) + " AND holder = CONNECTION_ID()";
   }
@@ -390,13 +390,13 @@ std::string release_sql(const acquire_request& r, const statement_settings& sett
 
 std::string checked_name(const acquire_request& r, std::uint32_t slot) {
   switch (r.kind) {
-    case primitive::lock: return server_name(name_space::lock, r.name);
-    case primitive::upgrade_gate: return server_name(name_space::upgrade_gate, r.name);
-    case primitive::reader_writer_lock:
+    case resource_kind::lock: return server_name(name_space::lock, r.name);
+    case resource_kind::upgrade_gate: return server_name(name_space::upgrade_gate, r.name);
+    case resource_kind::reader_writer_lock:
       return writes(r) ? server_name(name_space::writer_gate, r.name)
                        : server_name(name_space::reader_slot, r.name, slot);
-    case primitive::semaphore: return server_name(name_space::semaphore_slot, r.name, slot);
-    case primitive::election: return server_name(name_space::election, r.name);
+    case resource_kind::semaphore: return server_name(name_space::semaphore_slot, r.name, slot);
+    case resource_kind::election: return server_name(name_space::election, r.name);
   }
   throw std::logic_error("dlock: mysql: unknown primitive");
 }
@@ -404,22 +404,22 @@ std::string checked_name(const acquire_request& r, std::uint32_t slot) {
 std::vector<std::string> names_of(const acquire_request& r) {
   std::vector<std::string> names;
   switch (r.kind) {
-    case primitive::lock: names.push_back(server_name(name_space::lock, r.name)); break;
-    case primitive::upgrade_gate:
+    case resource_kind::lock: names.push_back(server_name(name_space::lock, r.name)); break;
+    case resource_kind::upgrade_gate:
       names.push_back(server_name(name_space::upgrade_gate, r.name));
       break;
-    case primitive::reader_writer_lock:
+    case resource_kind::reader_writer_lock:
       names.push_back(server_name(name_space::writer_gate, r.name));
       for (std::uint32_t i = 0; i < reader_slots; ++i) {
         names.push_back(server_name(name_space::reader_slot, r.name, i));
       }
       break;
-    case primitive::semaphore:
+    case resource_kind::semaphore:
       for (std::uint32_t i = 0; i < r.max_count; ++i) {
         names.push_back(server_name(name_space::semaphore_slot, r.name, i));
       }
       break;
-    case primitive::election: names.push_back(server_name(name_space::election, r.name)); break;
+    case resource_kind::election: names.push_back(server_name(name_space::election, r.name)); break;
   }
   return names;
 }
@@ -480,8 +480,8 @@ std::string holders_sql(const std::string& name) {
   acquire_request every;
   every.name = name;
   std::vector<std::string> names;
-  for (primitive kind : {primitive::lock, primitive::reader_writer_lock, primitive::semaphore,
-                         primitive::upgrade_gate}) {
+  for (resource_kind kind : {resource_kind::lock, resource_kind::reader_writer_lock,
+                             resource_kind::semaphore, resource_kind::upgrade_gate}) {
     every.kind = kind;
     every.max_count = max_semaphore_slots;
     for (auto& one : names_of(every)) names.push_back(std::move(one));

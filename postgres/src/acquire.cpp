@@ -17,7 +17,7 @@ namespace dlock::postgres::detail {
 namespace {
 
 bool is_semaphore(const acquire_request& request) {
-  return request.kind == primitive::semaphore;
+  return request.kind == resource_kind::semaphore;
 }
 
 }  // namespace
@@ -26,11 +26,11 @@ bool is_semaphore(const acquire_request& request) {
 // a semaphore's slots, the upgrade gate and the election have keys of their own.
 advisory_key key_of(const acquire_request& request) {
   switch (request.kind) {
-    case primitive::semaphore: return semaphore_base(request.name);
-    case primitive::upgrade_gate: return upgrade_gate_key(request.name);
-    case primitive::lock:
-    case primitive::reader_writer_lock: break;
-    case primitive::election: return election_key(request.name);
+    case resource_kind::semaphore: return semaphore_base(request.name);
+    case resource_kind::upgrade_gate: return upgrade_gate_key(request.name);
+    case resource_kind::lock:
+    case resource_kind::reader_writer_lock: break;
+    case resource_kind::election: return election_key(request.name);
   }
   return advisory_key::from_name(request.name);
 }

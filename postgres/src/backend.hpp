@@ -64,7 +64,7 @@ class postgres_backend final : public dlock::backend,
   // caller_wait.cpp: a blocking acquire's wait for a lock, on a caller-driven session too
   // (semaphores wait for NOTIFYs on the provider's thread).
   bool waits_inline(const acquire_request& request) const noexcept override {
-    return request.kind != primitive::semaphore;
+    return request.kind != resource_kind::semaphore;
   }
   std::unique_ptr<lease> acquire_waiting_inline(const acquire_request& request,
                                                 std::stop_token withdraw,

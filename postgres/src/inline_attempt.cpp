@@ -61,7 +61,7 @@ std::unique_ptr<lease> postgres_backend::attempt_on_caller_session(const acquire
       return grant_on_caller_session(request, key, session, *r.value(0), std::stoull(*token));
     }
     callers_->check_in(session);
-    if (request.kind == primitive::semaphore) {
+    if (request.kind == resource_kind::semaphore) {
       if (auto other = r.value(2)) throw max_count_mismatch(request, std::stoull(*other));
     }
     return nullptr;

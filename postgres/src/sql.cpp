@@ -9,7 +9,7 @@ namespace {
 
 std::string mode_suffix(const acquire_request& request) {
   const bool shared =
-      request.kind == primitive::reader_writer_lock && request.mode == lock_mode::shared;
+      request.kind == resource_kind::reader_writer_lock && request.mode == lock_mode::shared;
   return shared ? "_shared" : "";
 }
 
@@ -67,7 +67,7 @@ std::string pg_locks_match(const advisory_key& key) {
 
 std::string attempt_sql(const acquire_request& request, const advisory_key& key,
                         const std::string& token) {
-  if (request.kind == primitive::semaphore) return semaphore_attempt_sql(request, key, token);
+  if (request.kind == resource_kind::semaphore) return semaphore_attempt_sql(request, key, token);
   return "SELECT 0, CASE WHEN pg_try_advisory_lock" + mode_suffix(request) + "(" +
          key.sql_arguments() + ") THEN " + token + " END";
 }
@@ -82,12 +82,12 @@ std::string wait_sql(const acquire_request& request, const advisory_key& key,
 
 std::string unlock_sql(const acquire_request& request, const advisory_key& key,
                        const std::string& slot) {
-  if (request.kind == primitive::semaphore) {
+  if (request.kind == resource_kind::semaphore) {
     return "SELECT pg_advisory_unlock((" + slot + ")::bigint), pg_advisory_unlock_shared(" +
            max_count_marker(request.name, request.max_count).sql_arguments() +
            "), pg_notify('" + channel_of(request.name) + "', '')";
   }
-  if (request.kind == primitive::election) {
+  if (request.kind == resource_kind::election) {
     // Observers listen (election_board.cpp): a leader that lets go says so.
     return "SELECT pg_advisory_unlock(" + key.sql_arguments() + "), pg_notify('" +
            leader_channel(request.name) + "', '')";
@@ -105,13 +105,14 @@ std::string unlock_if_held_sql(const acquire_request& request, const advisory_ke
 namespace {
 
 bool recorded(const acquire_request& request, const owner_records& records) {
-  return !records.table.empty() && request.kind != primitive::upgrade_gate && request.kind != primitive::election;
+  return !records.table.empty() && request.kind != resource_kind::upgrade_gate &&
+         request.kind != resource_kind::election;
 }
 
 std::string kind_word(const acquire_request& request) {
   switch (request.kind) {
-    case primitive::semaphore: return "semaphore slot";
-    case primitive::reader_writer_lock:
+    case resource_kind::semaphore: return "semaphore slot";
+    case resource_kind::reader_writer_lock:
       return request.mode == lock_mode::shared ? "read" : "write";
     default: return "exclusive";
   }
@@ -160,7 +161,7 @@ std::string record_grant_sql(const std::string& statement, const acquire_request
   const auto last = statement.rfind("; ");
   const std::string before = last == std::string::npos ? "" : statement.substr(0, last + 2);
   const std::string select = last == std::string::npos ? statement : statement.substr(last + 2);
-  const bool semaphore = request.kind == primitive::semaphore;
+  const bool semaphore = request.kind == resource_kind::semaphore;
   // pg_locks shows a bigint key's halves as unsigned (oid) columns.
   const std::string key_of_grant =
       semaphore ? "(attempt.slot >> 32) & 4294967295, attempt.slot & 4294967295, 1"
@@ -188,7 +189,7 @@ std::string forget_grant_sql(const acquire_request& request, const advisory_key&
                              const std::string& slot, const owner_records& records) {
   if (!recorded(request, records)) return {};
   const std::string of_key =
-      request.kind == primitive::semaphore
+      request.kind == resource_kind::semaphore
           ? "classid = (((" + slot + ")::bigint >> 32) & 4294967295) AND objid = ((" + slot +
                 ")::bigint & 4294967295) AND objsubid = 1"
           : pg_locks_match(key);

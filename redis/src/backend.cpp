@@ -124,7 +124,7 @@ std::unique_ptr<lease> redis_backend::try_acquire_inline(const acquire_request& 
   }
 }
 
-void redis_backend::check_name(primitive kind, std::string_view name) const {
+void redis_backend::check_name(resource_kind kind, std::string_view name) const {
   if (!keys_.dotnet_layout() || !options_.cluster) return;
   // The keys' slots, as an acquire would check them; a reader-writer lock's modes share keys.
   (void)keys_for(acquire_request{.kind = kind, .name = std::string(name)});

@@ -70,7 +70,7 @@ class redis_backend final : public dlock::backend,
   /// Empty (kept: scripts.cpp, hold_function) but with plain keys or .NET's layout.
   std::string min_hold_refusal() const override;
   /// On a Cluster in .NET's layout, a name whose keys would span hash slots.
-  void check_name(primitive kind, std::string_view name) const override;
+  void check_name(resource_kind kind, std::string_view name) const override;
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
   /// Any deployment (RedLock's by majority), in either key mode (keys.hpp).
   std::shared_ptr<election_board> elections() override;

@@ -127,10 +127,10 @@ key_set key_scheme::dotnet_keys(const acquire_request& request, const dlock::bac
   }
   const std::string fence = key + std::string(plain_fence_suffix);
   key_set keys;
-  if (request.kind == primitive::reader_writer_lock) {
+  if (request.kind == resource_kind::reader_writer_lock) {
     keys = {request.mode == lock_mode::shared ? key_kind::dotnet_read : key_kind::dotnet_write,
             {key + ".writer", fence, key + ".readers"}, key + ":dlock-rw-released"};
-  } else if (request.kind == primitive::semaphore) {
+  } else if (request.kind == resource_kind::semaphore) {
     keys = {key_kind::dotnet_semaphore, {key, fence}, key + ":dlock-sem-released"};
   } else {
     keys = {key_kind::lock, {key, fence}, key + ":dlock-released"};

@@ -210,7 +210,7 @@ class redis_election_board final : public election_board {
 
   key_set keys_of(std::string_view election) const {
     acquire_request request;
-    request.kind = primitive::election;
+    request.kind = resource_kind::election;
     request.name = std::string(election);
     return backend_->keys_for(request);
   }

@@ -92,18 +92,19 @@ std::string key_scheme::lock_key(std::string_view name) const {
 }
 
 key_set key_scheme::keys_for(const acquire_request& request, const dlock::backend& owner) const {
-  key_set keys = dotnet_ && (request.kind == primitive::lock ||
-                              request.kind == primitive::reader_writer_lock ||
-                              request.kind == primitive::semaphore)
+  key_set keys = dotnet_ && (request.kind == resource_kind::lock ||
+                             request.kind == resource_kind::reader_writer_lock ||
+                             request.kind == resource_kind::semaphore)
                      ? dotnet_keys(request, owner)
                      : keys_for_name(request, owner);
   if (shard_channels_) keys.publish = "SPUBLISH";
   // Plain keys stay what other SET NX clients see; elections keep their own order.
-  if ((request.kind == primitive::lock && !plain_keys_) || request.kind == primitive::upgrade_gate) {
+  if ((request.kind == resource_kind::lock && !plain_keys_) ||
+      request.kind == resource_kind::upgrade_gate) {
     keys.queue = keys.keys[0] + ":queue";
   }
   // In the lock key's hash tag; a plain key has none, and a name could be another's key.
-  if (request.kind == primitive::lock && !plain_keys_) keys.hold = keys.keys[0] + ":hold";
+  if (request.kind == resource_kind::lock && !plain_keys_) keys.hold = keys.keys[0] + ":hold";
   return keys;
 }
 
@@ -112,19 +113,19 @@ key_set key_scheme::keys_for_name(const acquire_request& request,
   // An election has no counterpart among other clients' locks: its keys are tagged in either
   // mode.
   // .NET's layout has its own keys for these (dotnet_keys); its upgrade gate is dlock's.
-  if (plain_keys_ && !dotnet_ && request.kind != primitive::lock &&
-      request.kind != primitive::election) {
+  if (plain_keys_ && !dotnet_ && request.kind != resource_kind::lock &&
+      request.kind != resource_kind::election) {
     // Other clients' SET NX PX locks know no shared mode and no slots: such a lock of the
     // name would not exclude them, though the option promises it.
     throw std::invalid_argument(owner.message(
         std::string("plain_keys covers only the exclusive lock, not a ") +
-            (request.kind == primitive::semaphore ? "semaphore" : "reader-writer lock") +
+            (request.kind == resource_kind::semaphore ? "semaphore" : "reader-writer lock") +
             "; use a provider without plain_keys",
         request.name));
   }
   const std::string base = prefix_ + "{" + escape_for_tag(request.name) + "}";
   switch (request.kind) {
-    case primitive::lock:
+    case resource_kind::lock:
       if (plain_keys_) {
         const std::string key = lock_key(request.name);
         // Plain keys are the name as is, so a name could be another lock's counter.
@@ -140,19 +141,19 @@ key_set key_scheme::keys_for_name(const acquire_request& request,
         return keys;
       }
       return {key_kind::lock, {base, base + ":fence", base + ":owners"}, base + ":released"};
-    case primitive::reader_writer_lock:
+    case resource_kind::reader_writer_lock:
       return {request.mode == lock_mode::shared ? key_kind::read : key_kind::write,
               {base + ":rw:writer", base + ":fence", base + ":rw:readers", base + ":rw:waiting",
                base + ":owners"},
               base + ":rw:released"};
-    case primitive::semaphore:
+    case resource_kind::semaphore:
       return {key_kind::semaphore,
               {base + ":sem", base + ":fence", base + ":sem:max", base + ":owners"},
               base + ":sem:released"};
-    case primitive::upgrade_gate:
+    case resource_kind::upgrade_gate:
       // An exclusive lock of its own, in the name's hash tag (also with plain keys).
       return {key_kind::lock, {base + ":gate", base + ":fence"}, base + ":gate:released"};
-    case primitive::election:
+    case resource_kind::election:
       // An exclusive lock of its own, with owners of its own (so that the lock of the same
       // name never shows the leader as its holder) and the leader's record beside it
       // (KEYS[4]), which the scripts extend and delete with the lock (docs/election.md).

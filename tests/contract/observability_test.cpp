@@ -79,6 +79,19 @@ TEST_CASE("provider metrics count grants, waits, misses, cancellations and losse
 
 namespace {
 
+/// The lock's name, after what it is unless it is a lock: "write N", "election N".
+std::string subject(const dlock::lock_labels& lock) {
+  std::string kind;
+  if (lock.election) {
+    kind = "election ";
+  } else if (lock.kind == dlock::primitive::reader_writer_lock) {
+    kind = lock.mode == dlock::lock_mode::shared ? "read " : "write ";
+  } else if (lock.kind == dlock::primitive::semaphore) {
+    kind = "semaphore ";
+  }
+  return kind + std::string(lock.name);
+}
+
 /// A metrics sink that writes every event down, one line each.
 class recording_sink final : public dlock::metrics_sink {
  public:
@@ -86,18 +99,16 @@ class recording_sink final : public dlock::metrics_sink {
                      std::chrono::nanoseconds waited) noexcept override {
     static constexpr const char* names[] = {"granted", "not_acquired", "timed_out", "cancelled",
                                             "failed"};
-    add("acquire " + std::string(lock.name) + " " + names[static_cast<int>(outcome)],
-        waited);
+    add("acquire " + subject(lock) + " " + names[static_cast<int>(outcome)], waited);
     std::lock_guard guard(mutex_);
     backend_ = lock.backend;
   }
   void released(const dlock::lock_labels& lock, std::chrono::nanoseconds held, bool lost,
                 bool failed) noexcept override {
-    add("release " + std::string(lock.name) + (lost ? " lost" : "") + (failed ? " failed" : ""),
-        held);
+    add("release " + subject(lock) + (lost ? " lost" : "") + (failed ? " failed" : ""), held);
   }
   void lost(const dlock::lock_labels& lock) noexcept override {
-    add("lost " + std::string(lock.name), {});
+    add("lost " + subject(lock), {});
   }
   void extension_failed(std::string_view) noexcept override {}
   void reconnected(std::string_view) noexcept override {}
@@ -172,4 +183,44 @@ TEST_CASE("a metrics sink hears every acquire's outcome and wait, every release'
   provider->set_metrics_sink(nullptr);
   lock.acquire(10s).release();
   CHECK(sink->events().size() == expected.size());
+}
+
+TEST_CASE("a metrics sink hears a write that took the upgrade gate but not the lock as one "
+          "acquire of the reader-writer lock, and nothing of the gate",
+          "[contract][metrics][reader_writer]") {
+  auto provider = backend().make_provider();
+  auto reader = backend().make_provider();
+  auto sink = std::make_shared<recording_sink>();
+  provider->set_metrics_sink(sink);
+  const auto name = unique_name("gated-sink");
+  auto read = reader->create_reader_writer_lock(name).acquire_read(10s);
+  auto lock = provider->create_reader_writer_lock(name);
+
+  CHECK_FALSE(lock.try_acquire_write());
+  CHECK_FALSE(lock.try_acquire_write(30ms));
+  read.release();
+  lock.acquire_write(10s).release();
+
+  const std::vector<std::string> expected{"acquire write " + name + " not_acquired",
+                                          "acquire write " + name + " timed_out",
+                                          "acquire write " + name + " granted",
+                                          "release write " + name};
+  CHECK(sink->events() == expected);
+}
+
+TEST_CASE("a metrics sink hears a leader's campaign and resignation as an election's, apart "
+          "from the lock of the same name",
+          "[contract][metrics][election]") {
+  auto provider = backend().make_provider();
+  auto sink = std::make_shared<recording_sink>();
+  provider->set_metrics_sink(sink);
+  const auto name = unique_name("election-sink");
+  dlock::leadership lead = provider->create_election(name).campaign("node-a", 10s);
+  provider->create_lock(name).acquire(10s).release();
+  lead.resign();
+
+  const std::vector<std::string> expected{"acquire election " + name + " granted",
+                                          "acquire " + name + " granted", "release " + name,
+                                          "release election " + name};
+  CHECK(sink->events() == expected);
 }

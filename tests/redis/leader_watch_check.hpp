@@ -46,7 +46,7 @@ inline void check_leader_watch_pushed(const dlock::redis::options& opts,
   const std::shared_ptr<dlock::election_board> board = backend->elections();
   REQUIRE(board);
   dlock::acquire_request request;
-  request.kind = dlock::primitive::election;
+  request.kind = dlock::resource_kind::election;
   request.name = name;
   const dlock::redis::detail::key_set keys = backend->keys_for(request);
   const std::vector<std::string> channels{dlock::redis::detail::leader_channel(keys), keys.channel};

@@ -81,3 +81,51 @@ TEST_CASE("prometheus_metrics counts a provider's grants and releases", "[core][
   CHECK(has_line(text, "dlock_held{" + read + "} 0"));
   CHECK(has_line(text, "dlock_releases_total{" + read + R"(,result="ok"} 1)"));
 }
+
+TEST_CASE("prometheus_metrics labels each primitive by name and an election's lock election",
+          "[core][metrics]") {
+  dlock::prometheus_metrics metrics;
+  const auto granted = dlock::acquire_outcome::granted;
+  metrics.acquire_ended({"file", dlock::primitive::lock, dlock::lock_mode::exclusive, "a"},
+                        granted, 1ms);
+  metrics.acquire_ended(
+      {"file", dlock::primitive::reader_writer_lock, dlock::lock_mode::shared, "a"}, granted,
+      1ms);
+  metrics.acquire_ended({"file", dlock::primitive::semaphore, dlock::lock_mode::exclusive, "a"},
+                        granted, 1ms);
+  metrics.acquire_ended(
+      {"file", dlock::primitive::lock, dlock::lock_mode::exclusive, "a", /*election=*/true},
+      granted, 1ms);
+  const std::string text = metrics.render();
+  INFO(text);
+  for (const std::string series : {R"(primitive="lock",mode="exclusive")",
+                                   R"(primitive="reader_writer_lock",mode="shared")",
+                                   R"(primitive="semaphore",mode="exclusive")",
+                                   R"(primitive="election",mode="exclusive")"}) {
+    CHECK(has_line(text, R"(dlock_held{backend="file",)" + series + "} 1"));
+  }
+}
+
+TEST_CASE("prometheus_metrics counts a campaign as an election and a gated write once",
+          "[core][metrics]") {
+  auto provider = std::make_shared<dlock::memory::provider>(
+      dlock::memory::options{.domain = "prometheus-kinds"});
+  auto reader = std::make_shared<dlock::memory::provider>(
+      dlock::memory::options{.domain = "prometheus-kinds"});
+  auto metrics = std::make_shared<dlock::prometheus_metrics>();
+  provider->set_metrics_sink(metrics);
+  dlock::leadership lead = provider->create_election("scheduler").campaign("node-a", 1s);
+  auto read = reader->create_reader_writer_lock("catalog").acquire_read();
+  CHECK_FALSE(provider->create_reader_writer_lock("catalog").try_acquire_write(10ms));
+  std::string text = metrics->render();
+  INFO(text);
+  const std::string election = R"(backend="memory",primitive="election",mode="exclusive")";
+  const std::string write = R"(backend="memory",primitive="reader_writer_lock",mode="exclusive")";
+  CHECK(has_line(text, "dlock_held{" + election + "} 1"));
+  CHECK(has_line(text, "dlock_acquires_total{" + write + R"(,outcome="timed_out"} 1)"));
+  // The gate the write took and let go is a step of that acquire: no series of its own.
+  CHECK(text.find("dlock_releases_total{") == std::string::npos);
+  CHECK(text.find("unknown") == std::string::npos);
+  lead.resign();
+  CHECK(has_line(metrics->render(), "dlock_held{" + election + "} 0"));
+}

@@ -22,14 +22,14 @@ zookeeper_acquire::zookeeper_acquire(std::shared_ptr<zookeeper_backend> backend,
       request_(std::move(request)),
       done_(std::move(done)) {
   const std::string node = backend_->node_of(request_.name);
-  if (request_.kind == primitive::semaphore) {
+  if (request_.kind == resource_kind::semaphore) {
     stages_.push_back({node + "/locks", lock_marker});
     stages_.push_back({node + "/leases", lease_marker});
-  } else if (request_.kind == primitive::reader_writer_lock) {
+  } else if (request_.kind == resource_kind::reader_writer_lock) {
     stages_.push_back({node, request_.mode == lock_mode::shared ? read_marker : write_marker});
-  } else if (request_.kind == primitive::upgrade_gate) {
+  } else if (request_.kind == resource_kind::upgrade_gate) {
     stages_.push_back({node + "/" + std::string(upgrade_gate_node), lock_marker});
-  } else if (request_.kind == primitive::election) {
+  } else if (request_.kind == resource_kind::election) {
     // Curator's LeaderLatch on the name's node: its `latch-` candidates and the lock's
     // `lock-` nodes leave each other out of their queues.
     stages_.push_back({node, latch_marker});
@@ -43,7 +43,7 @@ zk_session& zookeeper_acquire::session() { return backend_->session(); }
 std::string zookeeper_acquire::node_data() const {
   // A candidate's data is the value it proclaims once it leads (election_board.cpp); empty
   // until then, it shows nobody leading in the meantime.
-  return request_.kind == primitive::election ? std::string() : request_.owner;
+  return request_.kind == resource_kind::election ? std::string() : request_.owner;
 }
 
 zk_handler zookeeper_acquire::wake() {
@@ -224,7 +224,7 @@ void zookeeper_acquire::on_queue(zk_reply reply) {
 }
 
 void zookeeper_acquire::at_head_of_queue() {
-  if (request_.kind == primitive::semaphore && stage_index_ == 0) {
+  if (request_.kind == resource_kind::semaphore && stage_index_ == 0) {
     stage_index_ = 1;
     return create_own();
   }
@@ -233,7 +233,7 @@ void zookeeper_acquire::at_head_of_queue() {
 }
 
 bool zookeeper_acquire::respects_holds() const {
-  return request_.kind == primitive::lock || request_.kind == primitive::reader_writer_lock;
+  return request_.kind == resource_kind::lock || request_.kind == resource_kind::reader_writer_lock;
 }
 
 void zookeeper_acquire::record_hold() {
@@ -319,7 +319,7 @@ void zookeeper_acquire::drop_watch() {
 void zookeeper_acquire::watch_own_node() {
   // Semaphores are granted a node of their second stage, which they do not wait on this way;
   // an election's node gets the leader's record written to it.
-  if (own_watch_ || stages_.size() != 1 || request_.kind == primitive::election) return;
+  if (own_watch_ || stages_.size() != 1 || request_.kind == resource_kind::election) return;
   own_watch_ = backend_->held().watch_early(current().node, [weak = weak_from_this()] {
     auto self = weak.lock();
     if (!self || !self->recipe_.queueing()) return;

@@ -53,7 +53,9 @@ class zookeeper_acquire final : public queue_recipe_operation<zookeeper_acquire>
   /// The data of our nodes: the owner (what Curator's data, the host's address, stands for),
   /// read by the inspector.
   std::string node_data() const;
-  bool leases_stage() const { return request_.kind == primitive::semaphore && stage_index_ == 1; }
+  bool leases_stage() const {
+    return request_.kind == resource_kind::semaphore && stage_index_ == 1;
+  }
 
   /// Waits for the session's connection; a failure to connect ends the acquire.
   template <class Step>

@@ -23,11 +23,16 @@ enum class acquire_outcome {
 };
 
 /// The lock an event is about. The views are valid only during the call.
+///
+/// An election's leadership (dlock/core/election.hpp) is an exclusive lock under the
+/// election's name, kept apart from the lock of that name: its events come with `election`
+/// set, `kind` lock and `mode` exclusive. prometheus_metrics labels them primitive="election".
 struct lock_labels {
   std::string_view backend;  ///< "file", "redis", ...
   primitive kind = primitive::lock;
   lock_mode mode = lock_mode::exclusive;
   std::string_view name;
+  bool election = false;  ///< the lock of the election `name`, not the lock `name`
 };
 
 /// Receives a provider's events (provider::set_metrics_sink). Called on whichever thread the

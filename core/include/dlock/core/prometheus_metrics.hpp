@@ -26,6 +26,9 @@ namespace dlock {
 ///   dlock_lease_extension_failures_total{backend}                  counter
 ///   dlock_reconnects_total{backend}                                counter
 ///
+/// `primitive` is lock, reader_writer_lock, semaphore, or election for an election's
+/// leadership (lock_labels::election).
+///
 /// Lock names are not labels unless `label_names` is set: each name would be a time series
 /// of its own, and a service that locks per order id would swamp its Prometheus.
 ///

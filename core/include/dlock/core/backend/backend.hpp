@@ -25,6 +25,7 @@
 #include <dlock/core/backend/inline_acquirer.hpp>
 #include <dlock/core/backend/io_thread.hpp>
 #include <dlock/core/backend/lease.hpp>
+#include <dlock/core/backend/resource_kind.hpp>
 #include <dlock/core/detail/unique_function.hpp>
 #include <dlock/core/errors.hpp>
 #include <dlock/core/health.hpp>
@@ -38,7 +39,7 @@ class caller_loss_check;
 
 /// What a backend is asked to acquire.
 struct acquire_request {
-  primitive kind = primitive::lock;
+  resource_kind kind = resource_kind::lock;
   std::string name;                   ///< validated by core: non-empty UTF-8, <= 1024 bytes
   lock_mode mode = lock_mode::exclusive;
   std::uint32_t max_count = 1;        ///< slots of a semaphore; 1 otherwise
@@ -156,7 +157,7 @@ class backend {
   /// `kind` at all (a Redis Cluster name whose keys would span hash slots), so that the lock
   /// object is refused when it is made rather than at every acquire. The default accepts
   /// every name core accepted.
-  virtual void check_name(primitive kind, std::string_view name) const;
+  virtual void check_name(resource_kind kind, std::string_view name) const;
 
   /// Why this backend, as configured, cannot keep a lock's minimum hold
   /// (acquire_request::min_hold), in a few words for std::invalid_argument; empty when it can.
@@ -189,7 +190,7 @@ class backend {
 
   /// The board of this backend's leader elections (backend/election.hpp), or nullptr (the
   /// default) when the backend has none: provider::create_election then throws. A backend
-  /// with a board must also keep primitive::election locks apart from its other names.
+  /// with a board must also keep resource_kind::election locks apart from its other names.
   virtual std::shared_ptr<election_board> elections() { return nullptr; }
 
   /// What the server shows of `name` now, across its primitives (the lock and reader-writer

@@ -2,7 +2,7 @@
 // election (for backend implementers).
 //
 // Core builds an election on a lock: leading is holding the exclusive lock of kind
-// primitive::election under the election's name, the term is that lock's fencing token, and
+// resource_kind::election under the election's name, the term is that lock's fencing token, and
 // losing the lock is losing the lead. All of that is core's, stated once for every backend.
 // What a backend adds is the board: the leader's record (a value and its term) that anyone can
 // read and only the current term can write, and word of its changes for observers. A backend

@@ -23,6 +23,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #endif
 
+#include <dlock/core/backend/resource_kind.hpp>
 #include <dlock/core/durations.hpp>
 #include <dlock/core/lock_kind.hpp>
 #include <dlock/core/detail/unique_function.hpp>
@@ -41,14 +42,15 @@ using try_acquire_completion = unique_function<try_acquire_signature>;
 /// One primitive of one provider, by name.
 struct lock_target {
   std::shared_ptr<lock_service> service;
-  primitive kind = primitive::lock;
+  resource_kind kind = resource_kind::lock;
   std::string name;
   std::uint32_t max_count = 1;
   /// Zero: no limit. Otherwise a grant is marked lost and released after this long.
   std::chrono::nanoseconds max_hold{0};
   /// One step of a gated acquire (core/src/gated_acquire.cpp): the gate, or the
-  /// reader-writer lock behind it. A step is taken as asked (a write is not gated again) and
-  /// not counted in the provider's metrics: the gated acquire counts once.
+  /// reader-writer lock behind it. A step is taken as asked (a write is not gated again),
+  /// not counted in the provider's metrics and not told to its metrics sink: the gated
+  /// acquire counts once.
   bool step = false;
   /// The owner stored with its grants; empty: the provider's (provider::set_owner).
   std::string owner;
