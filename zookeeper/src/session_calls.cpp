@@ -62,6 +62,12 @@ void zk_session::ensure_path(const std::string& path, zk_handler then, std::stri
       const bool leaf = c->next + 1 == c->paths.size();
       const std::string& path = c->paths[c->next++];
       session->create(path, false, [c](zk_reply reply) {
+        // The server reaps an emptied container node: one seen a moment ago can be gone before
+        // its child is created. Start again from the top, where only a missing chroot is final.
+        if (reply.rc == ZNONODE && c->next > 1) {
+          c->next = 0;
+          return step(c);
+        }
         if (reply.rc != ZOK && reply.rc != ZNODEEXISTS) return c->then(std::move(reply));
         step(c);
       }, leaf ? c->leaf_data : std::string());
