@@ -29,37 +29,51 @@ constexpr auto hold = 3s;   // longer than the skew, shorter than the window
 constexpr int windows = 3;
 const char* const faketime_library = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
-/// How many runs each window saw, by window index, when the two hosts of one lock ran
-/// `windows` windows with a minimum hold of `with_hold`.
-std::map<long long, int> runs_per_window(const std::string& url,
-                                        std::chrono::milliseconds with_hold) {
-  support::temp_directory logs;
-  const std::string log = (logs.path() / "runs.log").string();
-  const std::string name = support::unique_name("skew");
-  // Two windows ahead, so both hosts are up before the first; the late host reaches each
-  // window `skew` after the other.
-  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::system_clock::now().time_since_epoch());
-  const long long first = now / window + 2;
-  auto probe = [&](const std::string& offset, const std::string& who) {
+/// Two hosts running `windows` windows of one lock with a minimum hold of `with_hold`, started
+/// at construction; `runs()` waits for them and counts the runs each window saw, by index.
+/// The held and the unheld pair run at once, on locks of their own, to halve the test's time.
+class host_pair {
+ public:
+  host_pair(const std::string& url, std::chrono::milliseconds with_hold)
+      : log_((logs_.path() / "runs.log").string()),
+        on_time_(probe(url, with_hold, "+0", "on-time")),
+        late_(probe(url, with_hold, "-" + std::to_string(std::chrono::seconds(skew).count()),
+                    "late")) {}
+
+  std::map<long long, int> runs() {
+    const auto deadline = window * (windows + 3) + skew;
+    REQUIRE(on_time_.wait(std::chrono::duration_cast<std::chrono::milliseconds>(deadline)) == 0);
+    REQUIRE(late_.wait(std::chrono::duration_cast<std::chrono::milliseconds>(deadline)) == 0);
+    std::map<long long, int> runs;
+    std::ifstream in(log_);
+    long long index = 0;
+    std::string who, token;
+    while (in >> index >> who >> token) ++runs[index];
+    return runs;
+  }
+
+ private:
+  support::child_process probe(const std::string& url, std::chrono::milliseconds with_hold,
+                               const std::string& offset, const std::string& who) {
     return support::child_process(
         {"/usr/bin/env", std::string("LD_PRELOAD=") + faketime_library, "FAKETIME=" + offset,
-         "FAKETIME_DONT_FAKE_MONOTONIC=1", DLOCK_SKEW_PROBE_PATH, url, name,
-         std::to_string(std::chrono::milliseconds(window).count()), std::to_string(first),
-         std::to_string(windows), std::to_string(with_hold.count()), log, who});
-  };
-  auto on_time = probe("+0", "on-time");
-  auto late = probe("-" + std::to_string(std::chrono::seconds(skew).count()), "late");
-  const auto deadline = window * (windows + 3) + skew;
-  REQUIRE(on_time.wait(std::chrono::duration_cast<std::chrono::milliseconds>(deadline)) == 0);
-  REQUIRE(late.wait(std::chrono::duration_cast<std::chrono::milliseconds>(deadline)) == 0);
-  std::map<long long, int> runs;
-  std::ifstream in(log);
-  long long index = 0;
-  std::string who, token;
-  while (in >> index >> who >> token) ++runs[index];
-  return runs;
-}
+         "FAKETIME_DONT_FAKE_MONOTONIC=1", DLOCK_SKEW_PROBE_PATH, url, name_,
+         std::to_string(std::chrono::milliseconds(window).count()), std::to_string(first_),
+         std::to_string(windows), std::to_string(with_hold.count()), log_, who});
+  }
+
+  support::temp_directory logs_;
+  std::string log_;
+  std::string name_ = support::unique_name("skew");
+  // Two windows ahead, so both hosts are up before the first; the late host reaches each
+  // window `skew` after the other.
+  long long first_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch()) /
+                         window +
+                     2;
+  support::child_process on_time_;
+  support::child_process late_;
+};
 
 void check_once_per_window(const std::string& url) {
   if (!std::filesystem::exists(faketime_library)) {
@@ -70,14 +84,15 @@ void check_once_per_window(const std::string& url) {
   } catch (const std::invalid_argument& refused) {
     DLOCK_SKIP("the backend refuses minimum holds: " << refused.what());
   }
-  const auto held =
-      runs_per_window(url, std::chrono::duration_cast<std::chrono::milliseconds>(hold));
-  CHECK(held.size() == windows);
-  for (const auto& [index, runs] : held) CHECK(runs == 1);
+  host_pair held(url, std::chrono::duration_cast<std::chrono::milliseconds>(hold));
   // The same without a hold: the late host finds the job done and the lock free.
-  const auto unheld = runs_per_window(url, 0ms);
-  CHECK(unheld.size() == windows);
-  for (const auto& [index, runs] : unheld) CHECK(runs == 2);
+  host_pair unheld(url, 0ms);
+  const auto held_runs = held.runs();
+  CHECK(held_runs.size() == windows);
+  for (const auto& [index, runs] : held_runs) CHECK(runs == 1);
+  const auto unheld_runs = unheld.runs();
+  CHECK(unheld_runs.size() == windows);
+  for (const auto& [index, runs] : unheld_runs) CHECK(runs == 2);
 }
 
 }  // namespace
