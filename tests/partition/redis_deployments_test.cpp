@@ -283,8 +283,11 @@ TEST_CASE("Sentinel, a master cut off from its clients and its sentinels is fail
     REQUIRE(ask_one(node, {"DEL", key, key + ":fence"}) == "2");
     REQUIRE(ask_one(node, {"CONFIG", "SET", "replica-read-only", "yes"}) == "OK");
   }
+  std::atomic<clock_type::rep> granted_at{0};
   auto waiting = std::async(std::launch::async, [&] {
-    return waiter->create_lock("job").acquire(30s);
+    auto handle = waiter->create_lock("job").acquire(30s);
+    granted_at = clock_type::now().time_since_epoch().count();
+    return handle;
   });
   REQUIRE(support::wait_until([&] { return waiter->metrics().waits >= 1; }, 10s));
 
@@ -308,8 +311,13 @@ TEST_CASE("Sentinel, a master cut off from its clients and its sentinels is fail
 
   REQUIRE(failed_over);
   const milliseconds failover_took = std::chrono::duration_cast<milliseconds>(*switched - cut_at);
+  const milliseconds granted_after = std::chrono::duration_cast<milliseconds>(
+      clock_type::time_point(clock_type::duration(granted_at.load())) - cut_at);
+  // Not checked: the waiter may be granted on the new master before the holder's provider
+  // hears of the switch (the failover window, docs/redis.md "Sentinel"); shown for the docs.
   WARN("sentinel: failover seen " << failover_took.count() << " ms after the cut; holder lost "
-                                  << lost.after(cut_at).count() << " ms after the cut");
+                                  << lost.after(cut_at).count() << " ms, waiter granted "
+                                  << granted_after.count() << " ms after the cut");
   CHECK(was_lost);
   // At once: within 2 s of the switch as the first sentinel made it (the provider may follow
   // another, which switches a moment later), and before the lease could have run out: no
