@@ -130,8 +130,9 @@ elseif(DLOCK_WITH_MYSQL)
   message(STATUS "dlock: mariadb server tests skipped: MariaDB Connector/C (apt-get install libmariadb-dev) not found")
 endif()
 
-# The partition set: another Redis/RedLock, PostgreSQL and ZooKeeper (standalone and ensemble),
-# inside a network namespace, each reachable over two paths that tests cut and heal
+# The partition set: another Redis/RedLock, Sentinel and Cluster, PostgreSQL, ZooKeeper (standalone
+# and ensemble), MariaDB and etcd inside a network namespace, each reachable over two paths that
+# tests cut and heal
 # (scripts/partition-net.sh, tests/support/partition_servers.hpp). Fixture `partition_servers`,
 # label `partition`. Where namespaces cannot be made (not root, no iproute2) the setup test
 # exits 77, a skip, and so do the tests (tests/partition/partition_main.cpp); with CI=true both
@@ -143,6 +144,10 @@ foreach(server IN ITEMS redis postgres zookeeper)
     list(APPEND dlock_partition_groups ${server})
   endif()
 endforeach()
+# Sentinel and Cluster announce their path A addresses (scripts/partition-net.sh).
+if(DLOCK_TEST_SERVER_REDIS)
+  list(APPEND dlock_partition_groups redis-sentinel redis-cluster)
+endif()
 if(DLOCK_TEST_SERVER_MARIADB)
   list(APPEND dlock_partition_groups mariadb)
 endif()

@@ -13,18 +13,33 @@
 # the root-side end gone down, its route would go with it and the default route would carry the
 # packets away. Both directions are then silent: writes succeed and nothing arrives, and a new
 # connect fails with EHOSTUNREACH once ARP gives up (about 3 s).
+#
+# Inside the namespace an address stays local while its veth is down, so what servers send each
+# other there (replication, sentinels, the cluster bus) never crosses a cut: a cut parts a server
+# from the clients in the root namespace only. Sentinel and Cluster announce one address per
+# server (their path A address, redis-sentinel.sh and redis-cluster.sh), which is where their
+# clients connect whatever path they came by: for those, path A is the only path.
 
 readonly partition_block=10.199
 # Each server's index in the address plan and its short name in root-side interface names (15
 # bytes at most: "dlk255-rl2a").
+# At most 32 servers: pair n = index * 2 + path must keep 4n + 2 below 256.
 readonly -A partition_index=([redis]=0 [redlock1]=1 [redlock2]=2 [redlock3]=3 [postgres]=4
   [zookeeper]=5 [zk1]=6 [zk2]=7 [zk3]=8
-  [mariadb]=9 [etcd]=10 [etcd1]=11 [etcd2]=12 [etcd3]=13)
+  [mariadb]=9 [etcd]=10 [etcd1]=11 [etcd2]=12 [etcd3]=13
+  [sentinel-master]=14 [sentinel-replica1]=15 [sentinel-replica2]=16
+  [sentinel1]=17 [sentinel2]=18 [sentinel3]=19
+  [rcluster1]=20 [rcluster2]=21 [rcluster3]=22 [rcluster4]=23 [rcluster5]=24 [rcluster6]=25)
 readonly -A partition_short=([redis]=r [redlock1]=rl1 [redlock2]=rl2 [redlock3]=rl3 [postgres]=pg
   [zookeeper]=zk [zk1]=zk1 [zk2]=zk2 [zk3]=zk3
-  [mariadb]=mdb [etcd]=ec [etcd1]=ec1 [etcd2]=ec2 [etcd3]=ec3)
+  [mariadb]=mdb [etcd]=ec [etcd1]=ec1 [etcd2]=ec2 [etcd3]=ec3
+  [sentinel-master]=sm [sentinel-replica1]=sr1 [sentinel-replica2]=sr2
+  [sentinel1]=s1 [sentinel2]=s2 [sentinel3]=s3
+  [rcluster1]=rc1 [rcluster2]=rc2 [rcluster3]=rc3 [rcluster4]=rc4 [rcluster5]=rc5 [rcluster6]=rc6)
 readonly partition_servers=(redis redlock1 redlock2 redlock3 postgres zookeeper zk1 zk2 zk3
-  mariadb etcd etcd1 etcd2 etcd3)
+  mariadb etcd etcd1 etcd2 etcd3
+  sentinel-master sentinel-replica1 sentinel-replica2 sentinel1 sentinel2 sentinel3
+  rcluster1 rcluster2 rcluster3 rcluster4 rcluster5 rcluster6)
 readonly partition_paths=(a b)
 readonly partition_heal_deadline_seconds=5
 
@@ -50,7 +65,12 @@ path_name() {
 }
 
 root_veth() { echo "dlk$2-${partition_short[$1]}$3"; } # root_veth ID SLOT PATH
-ns_veth() { echo "$1-$2"; }                            # ns_veth ID PATH
+# ns_veth ID PATH: the id itself where it fits an interface name (15 bytes), else its short name.
+ns_veth() {
+  local name=$1
+  ((${#name} <= 13)) || name=${partition_short[$1]}
+  echo "$name-$2"
+}
 pair_number() {
   local offset=0
   [[ $2 == b ]] && offset=1

@@ -32,6 +32,15 @@ etcd_backend::~etcd_backend() {
   client_->shutdown(options_.release_timeout);
 }
 
+void etcd_backend::settle(std::chrono::nanoseconds bound) {
+  if (running_in_this_thread()) return;
+  // One thread runs the io_context's handlers in the order they were posted, and destroys each
+  // before it takes the next: once this one runs, those before it are gone with what they held.
+  blocking_reply<bool> settled;
+  boost::asio::post(executor(), [settled] { settled.set_value(true); });
+  settled.get_for(bound);
+}
+
 void etcd_backend::start() {
   // A call that waits for a connection ends in "Deadline Exceeded"; the reason it could not
   // connect (a refused TLS handshake, say) is asked for separately.

@@ -68,6 +68,10 @@ class etcd_backend final : public dlock::backend,
   /// The queue of `name` for `kind` (key_layout.hpp) under the options' prefix.
   std::string queue_of(resource_kind kind, std::string_view name) const;
 
+  /// Waits up to `bound` until every handler posted to the io thread before the call has run
+  /// (and been destroyed). Returns at once on the io thread. The provider's destructor.
+  void settle(std::chrono::nanoseconds bound);
+
   etcd_client& client() noexcept { return *client_; }
   lease_keeper& keeper() noexcept { return *keeper_; }
   watcher& watches() noexcept { return *watcher_; }

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154 # partition_set, in_netns: set by test-servers.sh
 # Group redis-cluster: a Redis Cluster, masters rcluster1-3 (the slots split in three) and
 # rcluster4-6, one replica each.
 
@@ -6,9 +6,12 @@ register_group redis-cluster redis-cluster rcluster1 rcluster2 rcluster3 rcluste
 
 # The cluster bus on a port of its own (not port + 10000, which may be taken), and a short node
 # timeout so that a failover in a test comes quickly.
+# In the partition set each node announces its path A address (partition-net.sh).
 redis-cluster::launch() {
+  local announce=""
+  $partition_set && announce="--cluster-announce-ip $(announced_address "$1")"
   launch_redis "$1" "--cluster-enabled yes --cluster-config-file $(server_dir "$1")/nodes.conf \
---cluster-port $(cat "$(server_dir "$1")/bus_port") --cluster-node-timeout 2000"
+--cluster-port $(cat "$(server_dir "$1")/bus_port") --cluster-node-timeout 2000 $announce"
 }
 
 # redis-cli makes masters of the first three nodes it is given. Waits until every member says
@@ -17,9 +20,10 @@ redis-cluster::launch() {
 redis-cluster::after_ready() {
   local id nodes=() deadline=$((SECONDS + ready_deadline_seconds))
   for id in $(group_members redis-cluster); do
-    nodes+=("127.0.0.1:$(server_port "$id")")
+    nodes+=("$(announced_address "$id"):$(server_port "$id")")
   done
-  if ! timeout "$ready_deadline_seconds" redis-cli --cluster create "${nodes[@]}" --cluster-replicas 1 --cluster-yes \
+  if ! "${in_netns[@]}" timeout "$ready_deadline_seconds" redis-cli --cluster create "${nodes[@]}" \
+    --cluster-replicas 1 --cluster-yes \
     >>"$(server_dir rcluster1)/create.log" 2>&1; then
     say "redis-cluster: redis-cli --cluster create failed:"
     tail -n 20 "$(server_dir rcluster1)/create.log" >&2
@@ -38,6 +42,18 @@ redis-cluster::prerequisites() { redis_prerequisites; }
 redis-cluster::answers() { redis_answers "$1"; }
 redis-cluster::is_process() { redis_is_process "$@"; }
 redis-cluster::kill_connections() { redis_kill_connections "$@"; }
+
+# The partition set's lines, over path A only: the nodes announce their path A addresses, which
+# is where CLUSTER SLOTS sends every client (partition-net.sh). The masters as seeds, and all
+# six nodes in the order rcluster1-6.
+redis-cluster::partition_env() {
+  local path=$2 upper=$3
+  [[ $path == a ]] || return 0
+  local members
+  read -r -a members <<<"$(group_members redis-cluster)"
+  echo "export DLOCK_PARTITION_REDIS_CLUSTER_$upper=redis+cluster://$(path_hosts a "${members[@]:0:3}")"
+  echo "export DLOCK_PARTITION_REDIS_CLUSTER_NODES_$upper=redis://$(path_hosts a "${members[@]}")"
+}
 
 redis-cluster::env() {
   local ports=("$(server_port rcluster1)" "$(server_port rcluster2)" "$(server_port rcluster3)")

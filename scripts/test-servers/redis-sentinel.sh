@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2154 # partition_set, in_netns: set by test-servers.sh
 # Groups redis-sentinel and redis-failover: each a master, two replicas of it, and three sentinels
 # that monitor it as "mymaster" with a quorum of 2 and fail it over quickly (down after 1 s,
 # short timeouts). redis-failover is the same for the tests that fail the master over. Members:
@@ -13,16 +13,24 @@ sentinel_group_master() { local members; read -r -a members <<<"$(group_members 
 sentinel_group_sentinels() { local members; read -r -a members <<<"$(group_members "$1")"; echo "${members[@]:3}"; }
 is_sentinel() { [[ $1 == sentinel[123] || $1 == failover-sentinel[123] ]]; }
 
+# In the partition set every server listens on its paths as well and announces its path A
+# address (partition-net.sh), which the others reach it by inside the namespace and which the
+# sentinels give clients.
 redis-sentinel::launch() {
-  local id=$1 dir port master_port
+  local id=$1 dir port master master_port protected=yes
   dir=$(server_dir "$id")
   port=$(server_port "$id")
-  master_port=$(server_port "$(sentinel_group_master "$(group_of "$id")")")
+  master=$(sentinel_group_master "$(group_of "$id")")
+  master_port=$(server_port "$master")
+  $partition_set && protected=no
   if ! is_sentinel "$id"; then
-    local replica_of=()
-    [[ $id == *-replica[12] ]] && replica_of=(--replicaof 127.0.0.1 "$master_port")
-    setsid redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$dir" \
-      --protected-mode yes --daemonize no "${replica_of[@]}" \
+    local extra=()
+    [[ $id == *-replica[12] ]] &&
+      extra=(--replicaof "$(announced_address "$master")" "$master_port")
+    $partition_set && extra+=(--replica-announce-ip "$(announced_address "$id")")
+    # shellcheck disable=SC2046 # one argument per address
+    setsid "${in_netns[@]}" redis-server --bind $(listen_addresses "$id") --port "$port" --save '' \
+      --appendonly no --dir "$dir" --protected-mode "$protected" --daemonize no "${extra[@]}" \
       </dev/null >>"$dir/server.log" 2>&1 9>&- &
     echo $! >"$dir/pid"
     return
@@ -30,14 +38,17 @@ redis-sentinel::launch() {
   # A sentinel rewrites its configuration file (what it learned of the others and of failovers).
   cat >"$dir/sentinel.conf" <<CONF
 port $port
-bind 127.0.0.1
+bind $(listen_addresses "$id")
+protected-mode $protected
 dir $dir
-sentinel monitor mymaster 127.0.0.1 $master_port 2
+sentinel monitor mymaster $(announced_address "$master") $master_port 2
 sentinel down-after-milliseconds mymaster 1000
 sentinel failover-timeout mymaster 3000
 sentinel parallel-syncs mymaster 2
 CONF
-  setsid redis-server "$dir/sentinel.conf" --sentinel </dev/null >>"$dir/server.log" 2>&1 9>&- &
+  $partition_set && echo "sentinel announce-ip $(announced_address "$id")" >>"$dir/sentinel.conf"
+  setsid "${in_netns[@]}" redis-server "$dir/sentinel.conf" --sentinel \
+    </dev/null >>"$dir/server.log" 2>&1 9>&- &
   echo $! >"$dir/pid"
 }
 
@@ -46,7 +57,7 @@ CONF
 sentinel_group_formed() {
   local id reply
   for id in $(sentinel_group_sentinels "$1"); do
-    reply=$(timeout 2 redis-cli -h 127.0.0.1 -p "$(server_port "$id")" SENTINEL MASTER mymaster 2>/dev/null | tr '\n' ' ') || return 1
+    reply=$("${in_netns[@]}" timeout 2 redis-cli -h 127.0.0.1 -p "$(server_port "$id")" SENTINEL MASTER mymaster 2>/dev/null | tr '\n' ' ') || return 1
     [[ $reply == *"num-slaves 2 "* && $reply == *"num-other-sentinels 2 "* && $reply == *"flags master "* ]] || return 1
   done
 }
@@ -62,9 +73,26 @@ redis-sentinel::after_ready() {
   done
 }
 
-redis-sentinel::prerequisites() { redis_prerequisites; }
+# The partition set's address plan (partition-net.sh) has the redis-sentinel group only.
+redis-sentinel::prerequisites() {
+  redis_prerequisites
+  if $partition_set && [[ $1 != redis-sentinel ]]; then
+    die "$1 is not part of the partition set (its Sentinel group is redis-sentinel)"
+  fi
+}
 redis-sentinel::answers() { redis_answers "$1"; }
 redis-sentinel::is_process() { redis_is_process "$@"; }
+
+# The partition set's lines: the sentinels over `path`, and the data nodes as started (master
+# first) over path A, the only path a client of theirs takes to them (partition-net.sh).
+redis-sentinel::partition_env() {
+  local group=$1 path=$2 upper=$3 members
+  read -r -a members <<<"$(group_members "$group")"
+  echo "export DLOCK_PARTITION_REDIS_SENTINEL_$upper=redis+sentinel://$(path_hosts "$path" "${members[@]:3}")/mymaster"
+  if [[ $path == a ]]; then
+    echo "export DLOCK_PARTITION_REDIS_SENTINEL_NODES_$upper=redis://$(path_hosts a "${members[@]:0:3}")"
+  fi
+}
 
 # The sentinels' URL, and the data nodes as started (master first; a failover moves it).
 redis-sentinel::env() {

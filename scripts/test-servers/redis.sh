@@ -14,6 +14,12 @@ redis_answers() {
   [[ "$("${in_netns[@]}" timeout 2 redis-cli -h 127.0.0.1 -p "$(server_port "$1")" PING 2>/dev/null)" == PONG ]]
 }
 
+# The address a server of a Sentinel or Cluster group announces to its peers and clients: in
+# the partition set its path A address (partition-net.sh), else loopback.
+announced_address() {
+  if $partition_set; then path_address "$1" a; else echo 127.0.0.1; fi
+}
+
 # Redis rewrites its process title to "redis-server ADDRESS:PORT"; before that it is the command.
 redis_is_process() {
   local cmdline=$2 port=$3
@@ -55,7 +61,7 @@ redis_kill_connections() {
 redis_cluster_member_reaches() {
   local id=$1 deadline=$2 line=$3
   shift 3
-  until timeout 2 redis-cli -p "$(server_port "$id")" "$@" 2>/dev/null | grep -q "^$line"; do
+  until "${in_netns[@]}" timeout 2 redis-cli -p "$(server_port "$id")" "$@" 2>/dev/null | grep -q "^$line"; do
     if ((SECONDS >= deadline)); then
       say "redis-cluster: $id did not say $line within ${ready_deadline_seconds}s"
       return 1

@@ -42,7 +42,8 @@ class partition_servers {
   /// The set's state directory: test_servers_state_dir()/partition.
   static std::filesystem::path state_dir();
 
-  /// The URL of `backend` ("REDIS", "REDLOCK", "POSTGRES", "ZOOKEEPER", "ZOOKEEPER_ENSEMBLE")
+  /// The URL of `backend` ("REDIS", "REDLOCK", "POSTGRES", "ZOOKEEPER", "ZOOKEEPER_ENSEMBLE",
+  /// "REDIS_SENTINEL", "REDIS_SENTINEL_NODES", ...: docs/testing.md, "Partitions")
   /// over `path`: DLOCK_PARTITION_<backend>_<A|B>. Throws std::runtime_error when the set has
   /// no such server group.
   std::string url(std::string_view backend, net_path path) const;

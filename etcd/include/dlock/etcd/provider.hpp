@@ -41,6 +41,10 @@ class provider : public dlock::provider {
   /// Throws std::invalid_argument for a bad option (naming it); dlock::connection_error when
   /// no member grants the lease within connect_timeout, or authentication fails.
   explicit provider(options opts);
+  /// Runs what the provider's thread still has queued for it (a release's stop of its key's
+  /// watch), waiting up to release_timeout, so that when no lock or handle of it is left the
+  /// lease is revoked before this returns.
+  ~provider() override;
 
   /// The key prefix under which the lock `name` queues (`<prefix><escaped name>/`).
   /// Throws std::invalid_argument for an invalid name.
