@@ -128,9 +128,8 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
 
   /// A session checked out for an attempt of `resource`, opened (blocking, at most
   /// connect_timeout) when none is free; nullptr with the reason in `why` when none can be
-  /// opened. `at_once`: only one open and idle now, else nullptr (`why` untouched), never
-  /// opening one nor waiting for a probe. Callers' threads.
-  session_ptr check_out(const std::string& resource, std::string& why, bool at_once = false) {
+  /// opened. Callers' threads.
+  session_ptr check_out(const std::string& resource, std::string& why) {
     {
       std::unique_lock lock(mutex_);
       const auto stop_waiting = std::chrono::steady_clock::now() +
@@ -150,7 +149,6 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
         }
         // A probe takes one round trip: waiting for it is cheaper than a new session, unless
         // the server does not answer it in time (then the new session's connect fails too).
-        if (at_once) return nullptr;
         if (!probed || std::chrono::steady_clock::now() >= stop_waiting) break;
         returned_.wait_until(lock, stop_waiting);
       }

@@ -27,10 +27,8 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::nanoseconds ti
 /// backend's inline_acquirer, when no local contender is ahead (a waiting acquire takes the
 /// gate for its attempt, so it never overtakes the queue), and the wait too where the backend
 /// offers that (inline_acquirer::waits_inline) and the caller blocks anyway (`blocking`):
-/// `stop` then ends it, and `ended` says how it ended without a grant. An async acquire's
-/// (`blocking` false) is the attempt the backend makes at once, or none. Returns true when
-/// that settled the acquire, with the handle (or nullopt) in `result`; false to go the queued
-/// way.
+/// `stop` then ends it, and `ended` says how it ended without a grant. Returns true when that
+/// settled the acquire, with the handle (or nullopt) in `result`; false to go the queued way.
 bool settled_inline(const lock_target& target, inline_acquirer& inline_path, lock_mode mode,
                     std::chrono::nanoseconds timeout, bool blocking, const std::stop_token& stop,
                     std::optional<lock_handle>& result, ending& ended) {
@@ -49,19 +47,14 @@ bool settled_inline(const lock_target& target, inline_acquirer& inline_path, loc
   std::unique_ptr<lease> granted;
   acquire_request request = request_for(target, mode);
   const bool wait_here = blocking && waits && inline_path.waits_inline(request);
-  bool declined = false;
   try {
     if (wait_here) {
       request.wait = true;
       request.deadline = deadline_after(timeout);
       const grace_after_stop grace(stop, service.backend().executor());
       granted = inline_path.acquire_waiting_inline(request, stop, grace.give_up());
-    } else if (blocking) {
-      granted = inline_path.try_acquire_inline(request);
-    } else if (auto answered = inline_path.try_acquire_at_once(request)) {
-      granted = std::move(*answered);
     } else {
-      declined = true;
+      granted = inline_path.try_acquire_inline(request);
     }
   } catch (...) {
     leave_gate();
@@ -69,7 +62,6 @@ bool settled_inline(const lock_target& target, inline_acquirer& inline_path, loc
     throw;
   }
   leave_gate();
-  if (declined) return false;
   if (granted) {
     count_outcome(target, mode, acquire_outcome::granted, started);
     result.emplace(handle_for(target, mode, std::move(granted)));
@@ -107,7 +99,10 @@ std::optional<settled_acquire> settle_async_acquire_inline(const lock_target& ta
                                                            bool fail_with_error) {
   check_timeout(target, timeout);
   inline_acquirer* inline_path = target.service->backend().as_inline_acquirer();
-  if (gated(target, mode) || !inline_path || stop.stop_requested()) return std::nullopt;
+  if (gated(target, mode) || !inline_path || !inline_path->acquires_inline_locally() ||
+      stop.stop_requested()) {
+    return std::nullopt;
+  }
   settled_acquire settled;
   ending ended = ending::none;
   try {

@@ -96,12 +96,6 @@ backend_events& backend::events() const noexcept {
 
 bool inline_acquirer::waits_inline(const acquire_request&) const noexcept { return false; }
 
-std::optional<std::unique_ptr<lease>> inline_acquirer::try_acquire_at_once(
-    const acquire_request& request) {
-  if (!acquires_inline_locally()) return std::nullopt;
-  return try_acquire_inline(request);
-}
-
 std::unique_ptr<lease> inline_acquirer::acquire_waiting_inline(const acquire_request& request,
                                                               std::stop_token, std::stop_token) {
   throw std::logic_error("dlock: acquire_waiting_inline of '" + request.name +

@@ -2,8 +2,7 @@
 //
 // Where to start: a blocking acquire makes its attempt on the caller's thread
 // (try_acquire_inline, inline_attempt.cpp) on a caller-driven connection (caller_sessions.hpp),
-// and its grant is a mysql_caller_lease; an async acquire does so when such a connection is
-// idle (try_acquire_at_once). Everything else (waits, other async attempts) is a
+// and its grant is a mysql_caller_lease. Everything else (waits, async acquires) is a
 // mysql_acquire (acquire.hpp), one acquire from attempt to grant; it takes connections from the
 // session_pool, which the SQL backends' session_keepalive probes; its grant is a mysql_lease
 // (pooled_lease). The SQL is in statements.hpp, the server names in lock_name.hpp; a pooled
@@ -56,14 +55,11 @@ class mysql_backend final : public dlock::backend,
   std::shared_ptr<acquire_operation> start_acquire(acquire_request request,
                                                    acquire_completion done) override;
 
-  // inline_attempt.cpp: one attempt on a caller-driven connection, on the caller's thread; an
-  // async acquire makes it only on a connection already open and idle (one round trip, no
-  // connect). Waits stay on the io thread.
+  // inline_attempt.cpp: one attempt on a caller-driven connection, on the caller's thread; it
+  // needs a round trip, so an async acquire does not make it. Waits stay on the io thread.
   inline_acquirer* as_inline_acquirer() noexcept override { return this; }
   bool acquires_inline_locally() const noexcept override { return false; }
   std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) override;
-  std::optional<std::unique_ptr<lease>> try_acquire_at_once(
-      const acquire_request& request) override;
 
   /// Makes the pools and starts their keepalives. Connects nothing yet.
   void start() override;
@@ -108,10 +104,6 @@ class mysql_backend final : public dlock::backend,
   /// throws its failure as an acquire of `name` would.
   query_result query_now(std::string sql, const std::string& name);
   void require_grant_table(const char* operation) const;
-  /// try_acquire_inline(), or with `at_once` try_acquire_at_once(): nullopt when no connection
-  /// is open and idle.
-  std::optional<std::unique_ptr<lease>> attempt_on_caller(const acquire_request& request,
-                                                          bool at_once);
   std::vector<lock_party> holders_from_locks(const std::string& name,
                                              const std::set<std::string>& recorded);
 

@@ -1,9 +1,6 @@
 // The uncontended attempt on the caller's thread: a caller-driven connection, the same batch as
-// mysql_acquire's first attempt, and no thread switch on the way there or back. A blocking
-// acquire's and an async acquire's are the same attempt; the async one only takes a connection
-// that is open and idle, on a server that answers, and leaves the rest to mysql_acquire.
+// mysql_acquire's first attempt, and no thread switch on the way there or back.
 #include <algorithm>
-#include <optional>
 
 #include <dlock/core/backend/naming.hpp>
 
@@ -61,27 +58,13 @@ granted_hold hold_granted(remembered_attempt& last, const query_result& granting
 }  // namespace
 
 std::unique_ptr<lease> mysql_backend::try_acquire_inline(const acquire_request& request) {
-  return *attempt_on_caller(request, false);
-}
-
-// Declined on the io thread too: a round trip there would hold up every other acquire's
-// events, and a silent server would hold them up to connect_timeout.
-std::optional<std::unique_ptr<lease>> mysql_backend::try_acquire_at_once(
-    const acquire_request& request) {
-  if (callers_->silent_since() || running_in_this_thread()) return std::nullopt;
-  return attempt_on_caller(request, true);
-}
-
-std::optional<std::unique_ptr<lease>> mysql_backend::attempt_on_caller(
-    const acquire_request& request, bool at_once) {
   check_slot_count(request, max_semaphore_slots);
   auto& last = remembered(request, statements_);
   const std::string& resource = last.resource;
   const std::string& attempt = last.attempt;
   for (int tries = 0;; ++tries) {
     std::string why;
-    auto session = callers_->check_out(resource, why, at_once);
-    if (!session && at_once) return std::nullopt;
+    auto session = callers_->check_out(resource, why);
     if (!session) {
       std::rethrow_exception(
           failure(query_result{.message = why, .connection_broken = true}, request.name));
@@ -122,7 +105,7 @@ std::optional<std::unique_ptr<lease>> mysql_backend::attempt_on_caller(
     }
     if (!r.value(1)) {
       callers_->check_in(session);
-      return std::unique_ptr<lease>();
+      return nullptr;
     }
     auto hold = hold_granted(last, r);
     auto granted = std::make_unique<mysql_caller_lease>(shared_from_this(), session,
@@ -130,7 +113,7 @@ std::optional<std::unique_ptr<lease>> mysql_backend::attempt_on_caller(
     hold.grant.lost = granted->lost_signal();
     granted->attach(callers_->add_grant(*session, std::move(hold.grant)));
     callers_->check_in(session);
-    return std::unique_ptr<lease>(std::move(granted));
+    return granted;
   }
 }
 

@@ -116,25 +116,6 @@ TEST_CASE("a server that stops answering: held locks are lost and waits fail as 
   CHECK(support::acquires_again(*other, name + "-mine"));
 }
 
-TEST_CASE("an async acquire whose idle caller connection meets a silent server fails with "
-          "connection_error naming the endpoint, never \"not acquired\"",
-          "[mysql][fault][async]") {
-  const auto name = unique_name("async-paused");
-  auto db = dlock::make_provider(url_with("keepalive=2s&connect_timeout=2s"));
-  auto lock = db->create_lock(name);
-  lock.acquire().release();  // leaves an idle caller connection for the async attempt
-  support::undo_test_servers_fault resume({"resume", "mariadb"});
-  support::test_servers({"pause", "mariadb"});
-  auto waited = lock.async_try_acquire(dlock::forever, {}, boost::asio::use_future);
-  REQUIRE(waited.wait_for(10s) == std::future_status::ready);
-  CHECK_THROWS_AS(waited.get(), dlock::connection_error);
-  auto zero = lock.async_try_acquire(0s, {}, boost::asio::use_future);
-  REQUIRE(zero.wait_for(10s) == std::future_status::ready);
-  CHECK_THROWS_WITH(zero.get(), Catch::Matchers::Contains("127.0.0.1:"));
-  resume.now();
-  CHECK(support::acquires_again(*db, name));
-}
-
 TEST_CASE("the server frees the lock of a holder that went silent within its server_lease, and "
           "a contender gets it with a higher fencing token",
           "[mysql][fault][multiprocess]") {

@@ -366,39 +366,3 @@ TEST_CASE("locks held at once share one connection",
   }
   CHECK(sql.value(holders + ") AS t") == "1");
 }
-
-TEST_CASE("an async acquire takes an idle caller connection, another route once the server "
-          "ended that connection, and none once a stop was requested",
-          "[mysql][async]") {
-  auto db = dlock::make_provider(server_url());
-  const auto name = unique_name("async-caller");
-  auto lock = db->create_lock(name);
-  support::mariadb_client sql(server_url());
-  const std::string holder =
-      "SELECT IS_USED_LOCK('" + dlock::mysql::server_lock_name(name) + "')";
-  std::string caller;
-  {
-    auto held = lock.acquire(5s);  // opens the caller connection and leaves it idle
-    caller = sql.value(holder);
-  }
-  {
-    // Settled on that connection, as the blocking acquire was, not on the io thread's.
-    auto held = lock.async_acquire(5s, {}, boost::asio::use_future).get();
-    CHECK(sql.value(holder) == caller);
-  }
-  sql.query("KILL CONNECTION " + caller);
-  REQUIRE(wait_until([&] {
-    return sql.value("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = " +
-                     caller) == "0";
-  }));
-  {
-    // The attempt finds the connection ended: granted all the same, never "not acquired".
-    auto held = lock.async_acquire(5s, {}, boost::asio::use_future).get();
-    CHECK(held);
-    CHECK(sql.value(holder) != caller);
-  }
-  std::stop_source stop;
-  stop.request_stop();
-  CHECK_FALSE(lock.async_try_acquire(5s, stop.get_token(), boost::asio::use_future).get());
-  CHECK(lock.try_acquire());  // and nothing was left held
-}

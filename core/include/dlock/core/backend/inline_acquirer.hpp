@@ -4,7 +4,6 @@
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <stop_token>
 
 #include <dlock/core/backend/lease.hpp>
@@ -16,9 +15,8 @@ struct acquire_request;
 /// What a backend offers through backend::as_inline_acquirer(): one non-waiting attempt cheap
 /// enough to make on the caller's thread (local system calls, or one network round trip on a
 /// connection the caller may use directly), so that core settles an uncontended blocking
-/// acquire without a thread hop; optionally the wait too, and an async acquire's attempt where
-/// it can be answered at once. Offered by file, memory, PostgreSQL, MariaDB and MySQL, and
-/// Redis on one server.
+/// acquire without a thread hop; optionally the wait too. Offered by file, memory, PostgreSQL
+/// and Redis on one server.
 class inline_acquirer {
  public:
   virtual ~inline_acquirer() = default;
@@ -29,19 +27,10 @@ class inline_acquirer {
   virtual std::unique_ptr<lease> try_acquire_inline(const acquire_request& request) = 0;
 
   /// True when try_acquire_inline() never waits for a network (local system calls or memory
-  /// only): then the default try_acquire_at_once() makes every async acquire's attempt.
+  /// only). Core then makes an uncontended async acquire's attempt on the initiating thread
+  /// too, and posts the result to the handler, where a network round trip there would block a
+  /// caller that asked not to be blocked.
   virtual bool acquires_inline_locally() const noexcept = 0;
-
-  /// Makes an async acquire's one non-waiting attempt on its initiating thread, as
-  /// try_acquire_inline() does, if the backend can have it answered at once; core posts the
-  /// result to the handler. nullopt when it declines: core then starts the acquire on the
-  /// backend's thread, so a caller that asked not to be blocked is never made to wait for a
-  /// connect, a busy connection or a silent server. The default makes the attempt when
-  /// acquires_inline_locally() and declines otherwise; a networked backend may make it over a
-  /// connection already open and idle (one round trip). Throws as try_acquire_inline().
-  /// Requires: request.wait is false.
-  virtual std::optional<std::unique_ptr<lease>> try_acquire_at_once(
-      const acquire_request& request);
 
   /// True when acquire_waiting_inline() is offered for `request`: the whole of a blocking
   /// acquire, its wait included, on the caller's thread (which waits anyway), so that neither

@@ -98,9 +98,9 @@ struct settled_acquire {
   std::optional<lock_handle> handle;
 };
 
-/// The async API's uncontended attempt on the calling thread, made when the backend can have
-/// it answered at once (inline_acquirer::try_acquire_at_once), as the sync API does. Empty
-/// when that did not settle the acquire: then start_acquire.
+/// The async API's uncontended attempt on the calling thread, made when the backend makes it
+/// locally (inline_acquirer::acquires_inline_locally), as the sync API does. Empty when that
+/// did not settle the acquire: then start_acquire.
 std::optional<settled_acquire> settle_async_acquire_inline(const lock_target& target,
                                                            lock_mode mode,
                                                            std::chrono::nanoseconds timeout,
