@@ -3,7 +3,8 @@
 // period (one that does not answer within it is given up and its grants are marked lost, and
 // the probe marks lost the grants the server says the session no longer holds), and an idle
 // session that holds grants has its socket watched, so that a server that ends it is heard at
-// once rather than at the next probe.
+// once rather than at the next probe. An answered probe also renews the session's validity
+// (caller_session_pool::validity_of_grant).
 #pragma once
 
 #include <vector>
@@ -112,6 +113,7 @@ void caller_session_pool<Driver>::probe_answered(const session_ptr& s,
   std::vector<std::stop_source> lost;
   {
     std::lock_guard lock(mutex_);
+    s->validity->extend_to(s->probe_sent + silence_bound());
     for (std::size_t i = 0; i < ids.size(); ++i) {
       auto held = s->grants.find(ids[i]);
       if (held != s->grants.end() && !driver_.still_held(r, i)) lost.push_back(held->second.lost);

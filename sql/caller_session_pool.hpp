@@ -23,6 +23,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <dlock/core/backend/lease.hpp>
+
 #include "session_grants.hpp"
 
 namespace dlock {
@@ -56,6 +58,10 @@ struct caller_session {
   bool watched = false;  // a loss check is posted or armed on the io thread
   bool broken = false;   // given up: never checked out again; its grants are lost
   std::chrono::steady_clock::time_point probe_sent{};
+  // Until when its grants are known valid (caller_session_pool::validity_of_grant), shared
+  // with their leases; thread-safe itself.
+  std::shared_ptr<grant_validity> validity =
+      std::make_shared<grant_validity>(std::chrono::steady_clock::time_point::min());
   // The io thread's wait on the socket, only while it watches or probes; io thread only.
   std::optional<boost::asio::posix::stream_descriptor> socket;
 };
@@ -186,6 +192,16 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
     signal_all(lost);
   }
 
+  /// The validity of a grant a checked-out session was just given by a statement sent no
+  /// earlier than `sent`: the session's, moved on to `sent` plus the silence bound (1.5
+  /// keepalive periods, after which a silent session's probes have it given up). Every probe
+  /// the server answers on the session moves it on from the probe's sending. Any thread.
+  std::shared_ptr<const grant_validity> validity_of_grant(
+      session& s, std::chrono::steady_clock::time_point sent) {
+    s.validity->extend_to(sent + silence_bound());
+    return s.validity;
+  }
+
   /// Books a grant on a checked-out session; returns its id.
   std::uint64_t add_grant(session& s, grant g) {
     std::lock_guard lock(mutex_);
@@ -252,6 +268,8 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
   }
 
  private:
+  std::chrono::nanoseconds silence_bound() const { return limits_.keepalive * 3 / 2; }
+
   static void signal_all(std::vector<std::stop_source>& lost) {
     for (auto& signal : lost) signal.request_stop();
   }

@@ -3,6 +3,7 @@
 // src/acquire.hpp) differ only in their statements and how they cancel them.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <string>
@@ -20,9 +21,9 @@ namespace dlock::detail {
 /// One acquire on a pooled backend: an attempt on a shared session, then maybe a wait on a
 /// session reserved for it, whose statement async_sql_wait_io performs. `Derived` (the
 /// backend's acquire) is made with std::make_shared and implements stop(), the withdrawal
-/// cancel() posts, and the wait's actions but keep_session(). `Backend` has executor() and
-/// sessions() (a session_books of `Session`); `Answer` is its statements' result. Runs on the
-/// backend's io thread except cancel().
+/// cancel() posts, and the wait's actions but keep_session(). `Backend` has executor(),
+/// sessions() (a session_books of `Session`) and keepalive() (its session_keepalive);
+/// `Answer` is its statements' result. Runs on the backend's io thread except cancel().
 template <typename Derived, typename Backend, typename Session, typename Answer>
 class pooled_sql_acquire : public acquire_operation,
                            public std::enable_shared_from_this<Derived>,
@@ -44,6 +45,12 @@ class pooled_sql_acquire : public acquire_operation,
   // A wait that ended without leaving anything behind gives its session back to the pool.
   void keep_session() override { backend_->sessions().unreserve(session_); }
 
+  /// The validity of a grant on session_ (session_keepalive::validity_of_grant): every
+  /// statement of this acquire was sent after began_.
+  std::shared_ptr<const grant_validity> grant_validity_now() const {
+    return backend_->keepalive().validity_of_grant(session_, began_, own_session_);
+  }
+
   std::shared_ptr<Backend> backend_;
   acquire_request request_;
   acquire_completion done_;
@@ -53,6 +60,7 @@ class pooled_sql_acquire : public acquire_operation,
   bool stopped_ = false;
   Answer answer_;                   // the wait's
   std::unique_ptr<lease> granted_;  // the wait's, booked until it is reported
+  const std::chrono::steady_clock::time_point began_ = std::chrono::steady_clock::now();
 
  private:
   /// Withdraws the acquire, on the io thread.

@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include <dlock/core/backend/backend.hpp>
+#include <dlock/core/backend/lease.hpp>
 #include <dlock/core/detail/unique_function.hpp>
 #include <dlock/core/health.hpp>
 
@@ -61,6 +62,12 @@ inline provider_health keepalive_health(
 /// server is probed on another session (opened if there is none), and every wait is given up
 /// once the server has answered no probe for a whole period.
 ///
+/// The same rule bounds a grant by the clock (lease.hpp, grant_validity): it is known valid
+/// until the sending of the last statement the server answered on its session plus the
+/// silence bound, 1.5 periods, the time after which the probes give a silent session up. The
+/// server ends a silent session no earlier (the backends' server_lease is at least 1.5
+/// periods, counted from the last statement it received, sent no earlier than that).
+///
 /// `Pool` has sessions() (a vector of std::shared_ptr<Session>), session_for_attempt("") and
 /// retire_if_spare(session); a Session has `reserved`, `probe_sent`
 /// (std::optional<steady_clock::time_point>) and a `connection` with broken(), busy() and
@@ -69,6 +76,7 @@ inline provider_health keepalive_health(
 template <typename Pool>
 class session_keepalive : public std::enable_shared_from_this<session_keepalive<Pool>> {
  public:
+  using time_point = std::chrono::steady_clock::time_point;
   using session_ptr = typename std::decay_t<decltype(std::declval<Pool&>().sessions())>::value_type;
   using prober = std::function<void(const session_ptr&, detail::unique_function<void(bool)>)>;
 
@@ -103,9 +111,21 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
     return keepalive_health(owner, silent_since(), period_);
   }
 
- private:
-  using time_point = std::chrono::steady_clock::time_point;
+  /// The validity of a grant `session` was just given by a statement sent no earlier than
+  /// `sent`: the session's, moved on to `sent` plus the silence bound. A grant that came out of
+  /// a wait counts from the last probe the server answered while it ran, if later: a waiting
+  /// session cannot be probed, and the wait goes on only while the server answers on another
+  /// (a wait's statement may have been sent long before). Its probes renew it from then on.
+  std::shared_ptr<const grant_validity> validity_of_grant(const session_ptr& session,
+                                                          time_point sent, bool waited) {
+    session->validity->extend_to(sent + silence_bound());
+    if (waited && answered_sent_ != time_point{}) {
+      session->validity->extend_to(answered_sent_ + silence_bound());
+    }
+    return session->validity;
+  }
 
+ private:
   // A session running a waiting statement (a semaphore waiter's is reserved between its
   // statements too, and probed then).
   static bool waiting(const session_ptr& session) {
@@ -161,14 +181,18 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
                                           std::memory_order_relaxed);
   }
 
+  std::chrono::nanoseconds silence_bound() const { return period_ * 3 / 2; }
+
   void send_probe(const session_ptr& session, time_point now) {
     session->probe_sent = now;
-    prober_(session, [weak = this->weak_from_this(), session](bool answered) {
+    prober_(session, [weak = this->weak_from_this(), session, now](bool answered) {
       session->probe_sent.reset();
       auto self = weak.lock();
       if (!self) return;
       if (answered) {
         self->heard_ = std::chrono::steady_clock::now();
+        self->answered_sent_ = std::max(self->answered_sent_, now);
+        session->validity->extend_to(now + self->silence_bound());
         self->silent_since_.store(0, std::memory_order_relaxed);
       }
       if (auto pool = self->pool_.lock()) pool->retire_if_spare(session);
@@ -203,6 +227,7 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
   prober prober_;
   std::function<void()> also_on_tick_;
   time_point heard_{};                     // the server's last answer to a probe
+  time_point answered_sent_{};             // the sending of the last probe it answered
   std::optional<time_point> waits_since_;  // since when waits have been running
   // silent_since() as steady_clock ticks, 0 while the server answers. While it is set and no
   // session is left to probe, a probe opens one, so that the answer that clears it comes.

@@ -13,10 +13,11 @@
 
 namespace dlock {
 
-/// A grant on one session, given back with its unlock statement. release() may run on any
-/// thread; it waits up to the backend's settings().release_timeout for the server, except on
-/// the backend's thread or for a lost lease, whose release goes in the background (as a
-/// destructor's does).
+/// A grant on one session, given back with its unlock statement, known valid by the clock
+/// while its session's keepalive hears the server (session_keepalive.hpp). release() may run
+/// on any thread; it waits up to the backend's settings().release_timeout for the server,
+/// except on the backend's thread or for a lost lease, whose release goes in the background
+/// (as a destructor's does).
 ///
 /// `Backend` is a dlock::backend with settings().release_timeout. `Return` says how the
 /// session gives a grant back: Return::now(backend, session, grant_id, unlock_sql) waits and
@@ -25,9 +26,12 @@ namespace dlock {
 template <typename Backend, typename Session, typename Return>
 class session_lease final : public lease {
  public:
+  /// `validity` is the session's: until when its server is known to keep the grant.
   session_lease(std::shared_ptr<Backend> backend, std::shared_ptr<Session> session,
-                std::string unlock_sql, std::uint64_t fencing_token)
-      : lease(fencing_token), backend_(std::move(backend)), session_(std::move(session)),
+                std::string unlock_sql, std::uint64_t fencing_token,
+                std::shared_ptr<const grant_validity> validity)
+      : lease(fencing_token, std::move(validity)), backend_(std::move(backend)),
+        session_(std::move(session)),
         unlock_sql_(std::move(unlock_sql)) {}
   ~session_lease() override {
     if (!released_) release_in_background();

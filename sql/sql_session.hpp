@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 
+#include <dlock/core/backend/lease.hpp>
+
 #include "session_grants.hpp"
 
 namespace dlock {
@@ -28,6 +30,10 @@ struct sql_session {
   bool reserved = false;  // a waiting acquire runs on it
   // When the unanswered keepalive probe was sent; empty when none is outstanding.
   std::optional<std::chrono::steady_clock::time_point> probe_sent;
+  // Until when its grants are known valid (session_keepalive::validity_of_grant): shared with
+  // their leases, moved on by every probe the server answers on it.
+  std::shared_ptr<grant_validity> validity =
+      std::make_shared<grant_validity>(std::chrono::steady_clock::time_point::min());
 
   /// Holds `resource` or has an attempt of it in flight: two lookups, whatever it holds.
   bool holds_or_attempts(const std::string& resource) const {

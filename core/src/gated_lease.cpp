@@ -14,6 +14,14 @@ namespace dlock::detail {
 
 namespace {
 
+// The earlier end of the gate's and the grant's validities, followed directly rather than
+// through their lost signals, which the clock thread stops a wake-up later; null when neither
+// expires by the clock.
+std::shared_ptr<grant_validity> earlier_of(const lease& gate, const lease& grant) {
+  if (!gate.validity() && !grant.validity()) return nullptr;
+  return std::make_shared<grant_validity>(gate.validity(), grant.validity());
+}
+
 // Releases `grant` for a handle that no longer wants it; nobody waits for the answer.
 void release_unwanted(const std::shared_ptr<lease>& grant, lock_service& service) noexcept {
   try {
@@ -27,7 +35,13 @@ void release_unwanted(const std::shared_ptr<lease>& grant, lock_service& service
 
 gated_lease::gated_lease(lock_target lock, std::shared_ptr<lease> gate,
                          std::shared_ptr<lease> grant, lock_mode mode)
-    : lease(grant->fencing_token()),
+    : gated_lease(std::move(lock), gate, grant, mode, earlier_of(*gate, *grant)) {}
+
+gated_lease::gated_lease(lock_target lock, std::shared_ptr<lease> gate,
+                         std::shared_ptr<lease> grant, lock_mode mode,
+                         std::shared_ptr<grant_validity> validity)
+    : lease(grant->fencing_token(), validity),
+      validity_(std::move(validity)),
       lock_(std::move(lock)),
       phase_(mode == lock_mode::shared ? phase::reading : phase::writing),
       writes_(mode == lock_mode::exclusive),
@@ -109,6 +123,7 @@ std::shared_ptr<lease> gated_lease::begin_upgrade() {
                             naming::quote_for_message(lock_.name) + "' was lost before its upgrade");
     }
     phase_ = phase::upgrading;
+    if (validity_) validity_->replace_second(nullptr);  // the gate alone, until the new grant
     read = std::move(grant_);
     grant_watch = std::move(grant_watch_);
   }
@@ -123,6 +138,7 @@ bool gated_lease::end_upgrade(std::shared_ptr<lease> grant, lock_mode mode) {
     std::lock_guard lock(mutex_);
     if (phase_ == phase::upgrading && !lost()) {
       set_fencing_token(grant->fencing_token());
+      if (validity_) validity_->replace_second(grant->validity());
       grant_watch_ = std::move(grant_watch);
       grant_ = std::move(grant);
       phase_ = mode == lock_mode::shared ? phase::reading : phase::writing;

@@ -14,8 +14,8 @@
 namespace dlock::detail {
 
 /// The gate and one grant of the reader-writer lock (read or write), as one lease: its
-/// fencing token is the grant's, it is lost as soon as either is lost, and releasing it
-/// releases the grant, then the gate.
+/// fencing token is the grant's, it is lost as soon as either is lost (by the clock too: its
+/// validity is the earlier of theirs), and releasing it releases the grant, then the gate.
 ///
 /// An upgradeable read may swap its read grant for a write grant while it lives:
 ///
@@ -61,11 +61,17 @@ class gated_lease final : public lease {
   enum class phase { reading, upgrading, writing, released };
   using watch = std::stop_callback<std::function<void()>>;
 
+  gated_lease(lock_target lock, std::shared_ptr<lease> gate, std::shared_ptr<lease> grant,
+              lock_mode mode, std::shared_ptr<grant_validity> validity);
+
   /// check_upgradeable(), with the mutex held.
   void refuse_misuse() const;
   /// Forwards the loss of `inner` to this lease's own lost signal.
   std::unique_ptr<watch> watch_for_loss(const lease& inner);
 
+  // The earlier of the gate's and the grant's (null when neither expires by the clock): the
+  // lease is lost by the clock when either is, without waiting for their lost signals.
+  std::shared_ptr<grant_validity> validity_;
   lock_target lock_;
   mutable std::mutex mutex_;
   phase phase_;

@@ -158,7 +158,7 @@ namespace dlock {
 
 lease::lease(std::uint64_t fencing_token, std::shared_ptr<const grant_validity> validity)
     : fencing_token_(fencing_token), validity_(std::move(validity)) {
-  clock_watch_ = detail::watch_validity(validity_, lost_source_);
+  if (validity_) clock_watch_ = detail::watch_validity(validity_, lost_source_);
 }
 
 void lease::stop_clock_watch() noexcept { detail::unwatch_validity(clock_watch_); }

@@ -92,6 +92,7 @@ class mysql_backend final : public dlock::backend,
 
   // io thread only:
   session_pool& sessions() noexcept { return *pool_; }
+  session_keepalive<session_pool>& keepalive() noexcept { return *keepalive_; }
 
  private:
   options options_;

@@ -74,8 +74,8 @@ std::unique_ptr<lease> mysql_backend::try_acquire_inline(const acquire_request& 
     // One round trip: a server that does not answer it within connect_timeout (or the
     // keepalive period, if shorter) is given up, as a pooled attempt's connection is once its
     // keepalive goes unanswered.
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::min(options_.connect_timeout, options_.keepalive);
+    const auto sent = std::chrono::steady_clock::now();
+    const auto deadline = sent + std::min(options_.connect_timeout, options_.keepalive);
     const query_result r = exchange_blocking(session->conn, endpoint_, attempt, deadline);
     if (!r.ok()) {
       // A batch that failed half-way may have taken some of the name's locks: given back on
@@ -108,8 +108,9 @@ std::unique_ptr<lease> mysql_backend::try_acquire_inline(const acquire_request& 
       return nullptr;
     }
     auto hold = hold_granted(last, r);
-    auto granted = std::make_unique<mysql_caller_lease>(shared_from_this(), session,
-                                                        hold.unlock_sql, hold.token);
+    auto granted = std::make_unique<mysql_caller_lease>(
+        shared_from_this(), session, hold.unlock_sql, hold.token,
+        callers_->validity_of_grant(*session, sent));
     hold.grant.lost = granted->lost_signal();
     granted->attach(callers_->add_grant(*session, std::move(hold.grant)));
     callers_->check_in(session);

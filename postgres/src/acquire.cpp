@@ -127,7 +127,7 @@ std::unique_ptr<lease> pg_acquire::booked(const std::string& slot, std::uint64_t
       backend_, session_,
       joined(unlock_sql(request_, key_, slot),
              forget_grant_sql(request_, key_, slot, backend_->owners())),
-      token);
+      token, grant_validity_now());
   granted->attach(backend_->sessions().add_grant(*session_, {resource_, granted->lost_signal()}));
   return granted;
 }

@@ -101,6 +101,7 @@ class postgres_backend final : public dlock::backend,
 
   // io thread only:
   session_pool& sessions() noexcept { return *pool_; }
+  session_keepalive<session_pool>& keepalive() noexcept { return *keepalive_; }
   notify_waiters& waiters() noexcept { return waiters_; }
 
  private:

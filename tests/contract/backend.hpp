@@ -36,6 +36,13 @@ class backend_fixture {
   };
   virtual leased_url nemesis_url() const { return {url(), std::nullopt}; }
 
+  /// A provider whose grants are known valid for a few seconds only, as long as its own
+  /// threads renew them (lease.hpp: grant_validity), for the cases of lost_by_clock_test.cpp;
+  /// nullptr where grants carry no such time (files, memory) or the backend's own tests cover
+  /// it (Redis: redis/blocked_thread_test.cpp; etcd: etcd/etcd_fault_test.cpp). Its
+  /// validity's bound is nemesis_url()'s lease.
+  virtual std::shared_ptr<dlock::provider> make_short_validity_provider() { return nullptr; }
+
   /// Takes the held lock, or reader-writer lock (read, write or upgradeable read), `name` away
   /// behind its holder's back (removes or replaces the lock file, deletes the keys or nodes,
   /// kills the session), as an operator or a fault would.

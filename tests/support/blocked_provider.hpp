@@ -1,7 +1,9 @@
-// A held lock whose provider's threads are blocked past its lease: core's clock, not the
-// provider, reports the loss (lease.hpp, grant_validity). For the leased backends' tests.
+// A held lock whose provider's threads are blocked past its validity: core's clock, not the
+// provider, reports the loss (lease.hpp, grant_validity). For the contract suite's
+// lost_by_clock_test.cpp and the timing cases of the leased backends.
 #pragma once
 
+#include <boost/asio/use_future.hpp>
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -17,6 +19,8 @@
 #include <utility>
 
 #include <dlock/core/backend/lease.hpp>
+#include <dlock/core/distributed_lock.hpp>
+#include <dlock/core/distributed_reader_writer_lock.hpp>
 #include <dlock/core/metrics_sink.hpp>
 #include <dlock/core/provider.hpp>
 
@@ -55,15 +59,35 @@ class acquire_end_blocker final : public dlock::metrics_sink {
   std::atomic<bool> let_go_{false};
 };
 
-/// Holds a lock of `provider`, whose grants must be valid for a few seconds only (a short
-/// lease), blocks the provider's thread that completes acquires, and checks that lost(),
-/// lost_token() and on_lost report the loss once the grant's validity has passed, never
-/// before, within `latency` of it, while that thread is still blocked.
+/// How a test holds a grant of `provider` under `name`: a lock, a write lock, ...
+using grant_holder = std::function<dlock::lock_handle(dlock::provider&, const std::string& name)>;
+
+/// A lock, acquired asynchronously: on the provider's own threads (PostgreSQL's blocking
+/// acquire runs on the caller's thread, on sessions without a validity yet).
+inline dlock::lock_handle hold_lock(dlock::provider& provider, const std::string& name) {
+  using namespace std::chrono_literals;
+  return provider.create_lock(name).async_acquire(10s, {}, boost::asio::use_future).get();
+}
+
+/// A write lock, whose handle holds the name's upgrade gate and a write grant (core's gated
+/// lease), acquired as hold_lock() does.
+inline dlock::lock_handle hold_write(dlock::provider& provider, const std::string& name) {
+  using namespace std::chrono_literals;
+  return provider.create_reader_writer_lock(name)
+      .async_acquire_write(10s, {}, boost::asio::use_future)
+      .get();
+}
+
+/// Holds a grant of `provider` (`hold`), whose grants must be valid for a few seconds only (a
+/// short lease or keepalive), blocks the provider's thread that completes acquires, and checks
+/// that lost(), lost_token() and on_lost report the loss once the grant's validity has passed,
+/// never before, within `latency` of it, while that thread is still blocked.
 inline void check_lost_by_clock_while_blocked(dlock::provider& provider,
-                                              std::chrono::milliseconds latency) {
+                                              std::chrono::milliseconds latency,
+                                              const grant_holder& hold = hold_lock) {
   using namespace std::chrono_literals;
   using steady = std::chrono::steady_clock;
-  dlock::lock_handle held = provider.create_lock(unique_name("held")).acquire(10s);
+  dlock::lock_handle held = hold(provider, unique_name("held"));
   const std::string blocker_name = unique_name("blocker");
   auto blocker = std::make_shared<acquire_end_blocker>(blocker_name);
   // Whatever fails below, the thread goes on, or the provider could never shut down.

@@ -98,3 +98,36 @@ TEST_CASE("a lease marked lost is lost at once whatever its validity", "[unit][l
   CHECK(lease.lost());
   CHECK(lease.lost_token().stop_requested());
 }
+
+TEST_CASE("a validity made of two ends at the earlier of theirs, as each is renewed",
+          "[unit][lost]") {
+  auto first = valid_for(1h);
+  auto second = valid_for(2h);
+  dlock::grant_validity both(first, second);
+  CHECK(both.until() == first->until());
+  first->extend_to(steady::now() + 3h);
+  CHECK(both.until() == second->until());
+  // A part swapped out (a gated grant between its read and its write) bounds nothing.
+  both.replace_second(nullptr);
+  CHECK(both.until() == first->until());
+  dlock::grant_validity unbounded(nullptr, nullptr);
+  CHECK(unbounded.until() == steady::time_point::max());
+}
+
+TEST_CASE("a lease made of two is lost by the clock when the first of them runs out",
+          "[unit][lost]") {
+  auto long_one = valid_for(1h);
+  auto short_one = valid_for(200ms);
+  timed_lease inner_long(long_one);
+  timed_lease inner_short(short_one);
+  timed_lease both(std::make_shared<dlock::grant_validity>(inner_long.validity(),
+                                                           inner_short.validity()));
+  loss_record record;
+  loss_watch watch(both.lost_token(), recorder(record));
+  const auto until = short_one->until();
+  CHECK(both.valid_until() == until);
+  REQUIRE(support::wait_until([&] { return both.lost_token().stop_requested(); }, 10s));
+  CHECK(steady::time_point(steady::duration(record.at.load())) >= until);
+  CHECK(record.on_clock_thread);
+  CHECK_FALSE(inner_long.lost());
+}

@@ -10,7 +10,7 @@ zookeeper_lease::zookeeper_lease(std::shared_ptr<zookeeper_backend> backend, std
                                  std::string name, std::int64_t czxid,
                                  std::shared_ptr<held_watch::early_watch> early,
                                  std::optional<min_hold_grant> hold)
-    : lease(static_cast<std::uint64_t>(czxid)),
+    : lease(static_cast<std::uint64_t>(czxid), backend->session().validity()),
       backend_(std::move(backend)),
       node_(std::move(node)),
       name_(std::move(name)),

@@ -67,7 +67,8 @@ zk_session::zk_session(const dlock::backend& owner, const options& opts, std::ve
                                           })),
       negotiated_timeout_(options_.session_timeout),
       disconnect_timer_(executor_),
-      unreachable_grace_(executor_) {
+      unreachable_grace_(executor_),
+      validity_timer_(executor_) {
   acl_.count = static_cast<std::int32_t>(acl_entries_.size());
   acl_.data = acl_entries_.data();
 }
@@ -119,6 +120,7 @@ void zk_session::open() {
         "the same symbols as libzookeeper_st that dlock::zookeeper links; link only "
         "libzookeeper_st and make your own ZooKeeper calls with it (docs/zookeeper.md)"));
   }
+  new_validity();  // before the handle exists, so before its handshake goes out
   // The endpoint is the connect string: the hosts, then the chroot.
   zhandle_t* handle = zookeeper_init2(owner_.endpoint().c_str(), session_watcher,
                                       milliseconds_of(options_.session_timeout), nullptr,
@@ -160,6 +162,7 @@ void zk_session::on_connected() {
   });
   disconnect_timer_.cancel();
   unreachable_grace_.cancel();
+  validity_connected();
   first_connection_.set_value(true);
   auto waiters = std::exchange(connect_waiters_, {});
   for (auto& waiter : waiters) waiter(nullptr);

@@ -35,6 +35,7 @@
 
 #include <dlock/core/backend/backend.hpp>
 #include <dlock/core/backend/blocking_call.hpp>
+#include <dlock/core/backend/lease.hpp>
 #include <dlock/zookeeper/options.hpp>
 
 #include "client_pump.hpp"
@@ -123,6 +124,10 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   /// the first connection, whose wait reports its own errors). Any thread.
   std::optional<std::chrono::steady_clock::time_point> disconnected_since() const noexcept;
 
+  /// Until when the current session's grants are known valid (session_validity.cpp), shared
+  /// with their leases; a new session after an expiry has a new one. Any thread.
+  std::shared_ptr<const grant_validity> validity() const noexcept { return validity_.load(); }
+
  private:
   enum class phase { connecting, connected, disconnected, unreachable };
 
@@ -138,6 +143,12 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
   void on_auth_failed();
   void fail_connect_waiters(std::exception_ptr error);
   void retry_pending_removes();
+  // session_validity.cpp: a new session handle's validity, its start at the connection, and
+  // the read every t/6 whose answers renew it.
+  void new_validity();
+  void validity_connected();
+  void schedule_validity_probe();
+  void probe_validity();
   /// Lists the parent of each orphan prefix and deletes what carries it.
   void sweep_orphans();
   /// A get_children or exists call, with an optional watch (a null watcher sets none).
@@ -182,6 +193,16 @@ class zk_session final : public std::enable_shared_from_this<zk_session> {
     std::string prefix;
   };
   std::vector<orphan> orphans_;
+
+  // The validity of the current session; its handle's opening; whether it has connected yet.
+  std::atomic<std::shared_ptr<grant_validity>> validity_;
+  std::chrono::steady_clock::time_point opened_at_{};
+  bool handle_fresh_ = false;
+  bool validity_ticking_ = false;
+  // When the read out was sent, in steady_clock ticks (0: none); cleared by its answer, on
+  // any thread.
+  std::atomic<std::int64_t> validity_probe_out_{0};
+  boost::asio::steady_timer validity_timer_;
 
   // What open_and_wait() waits for: true once connected, or the authentication failure.
   blocking_reply<bool> first_connection_;

@@ -26,12 +26,15 @@ struct handle_access;
 /// session expired, a connection dropped). It is signalled within one monitoring period of
 /// the backend, and at the latest once the grant's known validity has passed; never while the
 /// grant is known valid. A lease or a session is known valid until a time on the monotonic
-/// clock: from the sending of the last confirmed grant or renewal, less the backend's drift
-/// allowance (docs/semantics.md has each backend's bound). lost() reads that clock itself, so
-/// it turns true on time even while every thread of the provider is blocked or starved;
-/// lost_token() and on_lost() follow within the wake-up latency of dlock's clock thread, one
-/// per process, not the provider's. A lock file or an in-memory lock has no such time. A lost
-/// handle must still be released (or destroyed), which frees whatever is left of it.
+/// clock: from the sending of the last confirmed grant or renewal (for a session, of the last
+/// keepalive or read its server answered) by the backend's bound, less its drift allowance
+/// (docs/semantics.md has each backend's). A write lock, held as the name's upgrade gate and a
+/// write grant, is known valid until the earlier of their times. lost() reads that clock
+/// itself, so it turns true on time even while every thread of the provider is blocked or
+/// starved; lost_token() and on_lost() follow within the wake-up latency of dlock's clock
+/// thread, one per process, not the provider's. A lock file, an in-memory lock and a
+/// PostgreSQL grant made on the caller's thread have no such time yet. A lost handle must
+/// still be released (or destroyed), which frees whatever is left of it.
 ///
 /// Fencing: fencing_token() strictly increases with every grant of the same name, across
 /// processes and machines. Pass it to the resource you protect and let it reject tokens

@@ -4,6 +4,7 @@
 // and users never see it. Start with backend.hpp for the rest of the backend interface.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -28,9 +29,17 @@ class grant_validity {
 
   explicit grant_validity(clock::time_point until) noexcept
       : until_(until.time_since_epoch().count()) {}
+  /// The earlier end of `first` and `second` as they are renewed (a null one has no end): for
+  /// a grant made of two, each renewed by its own monitor (core's gated lease).
+  grant_validity(std::shared_ptr<const grant_validity> first,
+                 std::shared_ptr<const grant_validity> second)
+      : until_(clock::time_point::max().time_since_epoch().count()),
+        parts_(std::make_unique<parts>(std::move(first), std::move(second))) {}
 
   clock::time_point until() const noexcept {
-    return clock::time_point(clock::duration(until_.load(std::memory_order_acquire)));
+    const clock::time_point own(clock::duration(until_.load(std::memory_order_acquire)));
+    if (!parts_) return own;
+    return std::min({own, end_of(parts_->first.load()), end_of(parts_->second.load())});
   }
   /// True once the grant is no longer known valid.
   bool passed(clock::time_point now) const noexcept { return now >= until(); }
@@ -46,8 +55,25 @@ class grant_validity {
     }
   }
 
+  /// For the earlier-of-two kind only: follows `second` from now on instead (a gated grant
+  /// that swapped its inner grant; null while it has none).
+  void replace_second(std::shared_ptr<const grant_validity> second) noexcept {
+    if (parts_) parts_->second.store(std::move(second));
+  }
+
  private:
+  struct parts {
+    parts(std::shared_ptr<const grant_validity> a, std::shared_ptr<const grant_validity> b)
+        : first(std::move(a)), second(std::move(b)) {}
+    std::atomic<std::shared_ptr<const grant_validity>> first;
+    std::atomic<std::shared_ptr<const grant_validity>> second;
+  };
+  static clock::time_point end_of(const std::shared_ptr<const grant_validity>& v) noexcept {
+    return v ? v->until() : clock::time_point::max();
+  }
+
   std::atomic<clock::rep> until_;
+  std::unique_ptr<parts> parts_;  // null: a validity of its own
 };
 
 /// One grant of one lock at a backend.
@@ -99,6 +125,9 @@ class lease {
   grant_validity::clock::time_point valid_until() const noexcept {
     return validity_ ? validity_->until() : grant_validity::clock::time_point::max();
   }
+  /// The grant's validity, shared with its monitor; null for one that does not expire by the
+  /// clock. For a lease made of others (core's gated lease).
+  const std::shared_ptr<const grant_validity>& validity() const noexcept { return validity_; }
   std::stop_token lost_token() const noexcept { return lost_source_.get_token(); }
   /// A copy of the lost signal. A backend that finds a loss while holding a lock of its own
   /// collects these under it and calls request_stop() after unlocking: stop callbacks then
@@ -108,7 +137,8 @@ class lease {
  protected:
   explicit lease(std::uint64_t fencing_token) noexcept : fencing_token_(fencing_token) {}
   /// A grant valid only until `validity` says (shared with the backend's monitor, which moves
-  /// it on at each confirmed renewal): core's clock watches it from here on.
+  /// it on at each confirmed renewal): core's clock watches it from here on. A null
+  /// `validity` is a grant that does not expire by the clock.
   /// Throws std::bad_alloc.
   lease(std::uint64_t fencing_token, std::shared_ptr<const grant_validity> validity);
   /// Replaces the token, for a lease that is granted anew while it lives (core's upgradeable

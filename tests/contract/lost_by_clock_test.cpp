@@ -1,0 +1,74 @@
+// Lost by the clock (docs/semantics.md "Lost by the clock"), stated once for every backend whose
+// grants carry a validity: reported once it has passed even when the provider's threads are
+// blocked, and never while it holds, also for a grant that waited longer than the validity's
+// bound and for the waiter's other grants meanwhile.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <future>
+
+#include <boost/asio/use_future.hpp>
+
+#include <dlock/core/backend/lease.hpp>
+
+#include "backend.hpp"
+#include "blocked_provider.hpp"
+#include "support.hpp"
+#include "timing.hpp"
+
+using namespace std::chrono_literals;
+using contract::backend;
+using support::unique_name;
+using support::wait_until;
+using steady = std::chrono::steady_clock;
+
+TEST_CASE("a handle whose provider's thread is blocked past its validity is reported lost by "
+          "the clock, and not before",
+          "[contract][lost]") {
+  auto provider = backend().make_short_validity_provider();
+  if (!provider) return;  // its grants carry no validity
+  support::check_lost_by_clock_while_blocked(*provider, support::latency_bound(100ms));
+}
+
+// A write handle is the name's upgrade gate and a write grant held as one (core's gated
+// lease): it carries the earlier of their validities itself, rather than hearing of their
+// loss a wake-up of the clock later.
+TEST_CASE("a write handle whose provider's thread is blocked past its validity is reported lost "
+          "by the clock, and not before",
+          "[contract][lost][rw]") {
+  auto provider = backend().make_short_validity_provider();
+  if (!provider) return;
+  support::check_lost_by_clock_while_blocked(*provider, support::latency_bound(100ms),
+                                             support::hold_write);
+}
+
+// A session busy in a wait (PostgreSQL's pg_advisory_lock, MariaDB's GET_LOCK) holds no grant
+// and answers no keepalive; its grant, when it comes, must not be taken for one that has gone
+// unconfirmed since the wait began. The wait lasts well past the validity each grant had when
+// it began.
+TEST_CASE("a grant that waited longer than its validity's bound is not lost, nor are the "
+          "waiter's other grants meanwhile",
+          "[contract][lost]") {
+  auto waiter = backend().make_short_validity_provider();
+  if (!waiter) return;
+  const auto bound = backend().nemesis_url().lease.value_or(2s);
+  const auto name = unique_name("long-wait");
+  auto held = backend().make_provider()->create_lock(name).acquire(10s);
+  auto beside = support::hold_lock(*waiter, unique_name("beside"));
+  auto waited = waiter->create_lock(name).async_acquire(60s, {}, boost::asio::use_future);
+  const auto ready = [&] { return waited.wait_for(0s) == std::future_status::ready; };
+  const auto beside_until = dlock::granted_lease(beside)->valid_until();
+  const auto wait_for = beside_until == steady::time_point::max()
+                            ? 2 * bound
+                            : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  beside_until - steady::now()) + bound;
+  CHECK_FALSE(wait_until([&] { return beside.lost() || ready(); }, wait_for));
+  if (beside_until != steady::time_point::max()) CHECK(steady::now() > beside_until);
+  held.release();
+  REQUIRE(waited.wait_for(30s) == std::future_status::ready);
+  dlock::lock_handle granted = waited.get();
+  CHECK_FALSE(granted.lost());
+  CHECK(dlock::granted_lease(granted)->valid_until() > steady::now());
+  // Renewed from here on, as any grant.
+  CHECK_FALSE(wait_until([&] { return granted.lost() || beside.lost(); }, 2 * bound));
+}
