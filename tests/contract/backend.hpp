@@ -11,6 +11,7 @@
 
 #include <dlock/core.hpp>
 #include <dlock/core/lock_kind.hpp>
+#include <dlock/dlock.hpp>
 
 namespace contract {
 
@@ -37,11 +38,13 @@ class backend_fixture {
   virtual leased_url nemesis_url() const { return {url(), std::nullopt}; }
 
   /// A provider whose grants are known valid for a few seconds only, as long as its own
-  /// threads renew them (lease.hpp: grant_validity), for the cases of lost_by_clock_test.cpp;
-  /// nullptr where grants carry no such time (files, memory) or the backend's own tests cover
-  /// it (Redis: redis/blocked_thread_test.cpp; etcd: etcd/etcd_fault_test.cpp). Its
-  /// validity's bound is nemesis_url()'s lease.
-  virtual std::shared_ptr<dlock::provider> make_short_validity_provider() { return nullptr; }
+  /// threads renew them (lease.hpp: grant_validity), for the cases of lost_by_clock_test.cpp:
+  /// nemesis_url()'s, whose lease is that bound; nullptr where grants carry no such time
+  /// (files, memory: no lease).
+  std::shared_ptr<dlock::provider> make_short_validity_provider() const {
+    const auto leased = nemesis_url();
+    return leased.lease ? dlock::make_provider(leased.url) : nullptr;
+  }
 
   /// Takes the held lock, or reader-writer lock (read, write or upgradeable read), `name` away
   /// behind its holder's back (removes or replaces the lock file, deletes the keys or nodes,

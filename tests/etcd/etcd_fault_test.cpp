@@ -16,11 +16,9 @@
 
 #include <dlock/dlock.hpp>
 
-#include "blocked_provider.hpp"
 #include "etcd_client.hpp"
 #include "support.hpp"
 #include "test_servers.hpp"
-#include "timing.hpp"
 
 using namespace std::chrono_literals;
 using support::unique_name;
@@ -112,13 +110,6 @@ TEST_CASE("a held lock outlives a restart of its member: keepalives go on, and r
   CHECK(support::etcd_keys(standalone(), prefix).empty());
   auto again = etcd->create_lock("job").acquire(10s);
   CHECK(again.fencing_token() > held.fencing_token());
-}
-
-TEST_CASE("a handle whose io thread is blocked past its lease's TTL is reported lost by the "
-          "clock, and not before",
-          "[etcd][fault][lost]") {
-  auto provider = make_etcd(standalone(), unique_name("blocked-thread") + "/");
-  support::check_lost_by_clock_while_blocked(*provider, support::latency_bound(100ms));
 }
 
 TEST_CASE("a waiter keeps waiting through a restart of its member, and is granted after the "

@@ -58,10 +58,6 @@ class mariadb_fixture final : public backend_fixture {
     return {url() + "&keepalive=1s&server_lease=2s", std::chrono::seconds(2)};
   }
 
-  std::shared_ptr<dlock::provider> make_short_validity_provider() override {
-    return dlock::make_provider(nemesis_url().url);
-  }
-
   // Ends the connection that holds the name, as an operator's KILL or a server restart would.
   void break_lock(const std::string& name) override {
     auto names = server_names_of(name);

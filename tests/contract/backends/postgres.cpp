@@ -72,10 +72,6 @@ class postgres_fixture final : public backend_fixture {
     return {url() + "&keepalive=1s&server_lease=2s", std::chrono::seconds(2)};
   }
 
-  std::shared_ptr<dlock::provider> make_short_validity_provider() override {
-    return dlock::make_provider(nemesis_url().url);
-  }
-
   // Ends the session that holds the lock, as a server restart or an operator would.
   void break_lock(const std::string& name) override { terminate_holder(name, name); }
 

@@ -39,10 +39,6 @@ class zookeeper_fixture final : public backend_fixture {
     return {endpoint_ + base_path_ + "?session_timeout=2s", 2s};
   }
 
-  std::shared_ptr<dlock::provider> make_short_validity_provider() override {
-    return dlock::make_provider(nemesis_url().url);
-  }
-
   // Removes the holders' nodes: a lock's or reader-writer lock's, a semaphore's leases and a
   // reader-writer lock's upgrade gate (not an election's candidates, which share the node).
   void break_lock(const std::string& name) override {
