@@ -1,7 +1,7 @@
 // dlock-redis-bench: the Redis backend beside the raw hiredis floor, in the same run.
 //
 //   dlock-redis-bench redis://127.0.0.1:6379 [--iterations N] [--handoffs N] [--seconds S]
-//                     [--held N] [--compare URL]...
+//                     [--held N] [--compare URL]... [--only handoff|handoff-dlock|election]
 //
 // floor: one SET NX PX and one EVALSHA compare-and-delete on a raw synchronous hiredis
 //   connection; the fenced floor, one script that sets the key and increments its fencing
@@ -19,6 +19,10 @@
 //   the spread of grants per process.
 // watchdog: one provider holds N locks for S seconds: the server's commands per second and the
 //   client's CPU time meanwhile.
+// election: with one candidate leading, leader() and proclaim() beside a raw PING round trip,
+//   interleaved, N samples of each.
+// --only: that part alone (handoff-dlock: dlock's turns without the floor's, for counting its
+//   wake-ups under perf stat), for comparisons run back to back.
 // docs/benchmarks.md records the figures and the command that produced them.
 #include <hiredis/hiredis.h>
 #include <sys/mman.h>
@@ -26,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -166,6 +171,37 @@ void watchdog_cost(const std::string& url, redisContext* c, int held_count, int 
               static_cast<double>(commands) / seconds, 100.0 * cpu / seconds, lost);
 }
 
+// leader() and proclaim() as one candidate leads, each the second of two of its kind, beside
+// one raw round trip on a synchronous connection.
+void print_election_rows(const std::string& url, redisContext* raw, int iterations) {
+  auto provider = dlock::make_provider(url);
+  dlock::election election = provider->create_election("bench-election");
+  dlock::leadership lead = election.campaign();
+  const std::function<void()> calls[] = {[&] { run(raw, {"PING"}); },
+                                         [&] { (void)election.leader(); },
+                                         [&] { lead.proclaim("value"); }};
+  const char* const names[] = {"raw PING round trip", "election leader()", "election proclaim()"};
+  std::vector<double> samples[3];
+  for (int i = -iterations / 10; i < iterations; ++i) {  // the first tenth warms up
+    for (std::size_t k = 0; k < 3; ++k) {
+      const double us = second_of_two([&] {
+        const auto start = clock_type::now();
+        calls[k]();
+        return std::chrono::duration<double, std::micro>(clock_type::now() - start).count();
+      });
+      if (i >= 0) samples[k].push_back(us);
+    }
+  }
+  double medians[3];
+  for (std::size_t k = 0; k < 3; ++k) {
+    const auto row = summarize(samples[k]);
+    print_row(names[k], row, samples[k].size());
+    medians[k] = row.median_us;
+  }
+  std::printf("%-44s median %9.2fx\n", "leader() / raw round trip", medians[1] / medians[0]);
+  std::printf("%-44s median %9.2fx\n", "proclaim() / raw round trip", medians[2] / medians[0]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -177,10 +213,15 @@ int main(int argc, char** argv) try {
   const std::string endpoint = argv[1];
   int iterations = 20000, handoffs = 2000, seconds = 5, held_count = 10000;
   std::vector<std::string> compared;
+  std::string only;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string arg = argv[i];
     if (arg == "--compare") {
       compared.emplace_back(argv[i + 1]);
+      continue;
+    }
+    if (arg == "--only") {
+      only = argv[i + 1];
       continue;
     }
     const int value = std::stoi(argv[i + 1]);
@@ -204,14 +245,36 @@ int main(int argc, char** argv) try {
 
   // Processes are forked first, before this one has threads.
   // dlock's handoff and the raw one alternate in blocks, so that both see the same load.
+  if (only == "election") {
+    auto raw = connect(servers[0]);
+    print_election_rows(url, raw.get(), iterations);
+    return 0;
+  }
   std::vector<double> handoff_samples, raw_handoff_samples;
   constexpr int handoff_block = 100;
   for (int done = 0; done < handoffs; done += handoff_block) {
     const int rounds = std::min(handoff_block, handoffs - done);
-    const auto raw = raw_handoff(servers[0], rounds, 2000);
+    if (only != "handoff-dlock") {
+      const auto raw = raw_handoff(servers[0], rounds, 2000);
+      raw_handoff_samples.insert(raw_handoff_samples.end(), raw.begin(), raw.end());
+    }
     const auto ours = handoff(url, rounds, std::chrono::microseconds(2000));
-    raw_handoff_samples.insert(raw_handoff_samples.end(), raw.begin(), raw.end());
     handoff_samples.insert(handoff_samples.end(), ours.begin(), ours.end());
+  }
+  if (only == "handoff-dlock") {
+    print_row("dlock handoff between two processes", summarize(handoff_samples),
+              handoff_samples.size());
+    return 0;
+  }
+  if (only == "handoff") {
+    const auto handed = summarize(handoff_samples);
+    const auto raw_handed = summarize(raw_handoff_samples);
+    print_row("raw hiredis handoff (release, message, SET)", raw_handed,
+              raw_handoff_samples.size());
+    print_row("dlock handoff between two processes", handed, handoff_samples.size());
+    std::printf("%-44s median %9.2fx\n", "handoff / raw handoff",
+                handed.median_us / raw_handed.median_us);
+    return 0;
   }
   contention(url, seconds);
 
@@ -278,6 +341,7 @@ int main(int argc, char** argv) try {
   print_reader_writer_rows(url, iterations);
   print_async_rows(url, iterations);
   print_async_waiters(url, 10000);
+  print_election_rows(url, raw.get(), iterations);
   const auto pubsub = summarize(pubsub_round_trip(servers[0], iterations / 10));
   const auto handed = summarize(handoff_samples);
   const auto raw_handed = summarize(raw_handoff_samples);
