@@ -41,11 +41,11 @@ class validity_clock {
     const std::uint64_t ticket = next_ticket_++;
     const clock::time_point wake = validity->until();
     watched_.emplace(ticket, watched{std::move(validity), std::move(lost), wake});
-    const bool earliest = schedule_.empty() || wake < schedule_.begin()->first;
     schedule_.emplace(wake, ticket);
     if (!started_ && !closing_) {
       start();
-    } else if (earliest) {
+    } else if (wake < sleeps_until_) {
+      // Only when the thread would sleep past it (run() says why it mostly does not).
       wakeup_.notify_one();
     }
     return ticket;
@@ -97,17 +97,25 @@ class validity_clock {
 
   void run() {
     std::unique_lock lock(mutex_);
+    // The end it slept toward last. When the lease it was for went before it (released), the
+    // thread sleeps on until then rather than be woken: a grant made meanwhile ends later and
+    // needs no wake-up (watch()), which a handoff's grant would otherwise cost.
+    clock::time_point target = clock::time_point::min();
     while (!closing_) {
-      if (schedule_.empty()) {
-        wakeup_.wait(lock);
-        continue;
-      }
-      const auto [wake, ticket] = *schedule_.begin();
       const clock::time_point now = clock::now();
-      if (now < wake) {
-        wakeup_.wait_until(lock, wake);
+      if (schedule_.empty() || now < schedule_.begin()->first) {
+        if (!schedule_.empty()) target = schedule_.begin()->first;
+        if (now >= target) target = clock::time_point::max();
+        sleeps_until_ = target;
+        if (target == clock::time_point::max()) {
+          wakeup_.wait(lock);
+        } else {
+          wakeup_.wait_until(lock, target);
+        }
+        sleeps_until_ = clock::time_point::min();
         continue;
       }
+      const std::uint64_t ticket = schedule_.begin()->second;
       schedule_.erase(schedule_.begin());
       auto found = watched_.find(ticket);
       const clock::time_point until = found->second.validity->until();
@@ -132,6 +140,9 @@ class validity_clock {
   std::uint64_t next_ticket_ = 1;
   bool started_ = false;
   bool closing_ = false;
+  /// When the thread wakes by itself: max() while it waits for a notification, min() while
+  /// it runs (it reads the schedule again before it sleeps, so it needs none).
+  clock::time_point sleeps_until_ = clock::time_point::min();
   std::thread thread_;
 };
 

@@ -131,3 +131,17 @@ TEST_CASE("a lease made of two is lost by the clock when the first of them runs 
   CHECK(record.on_clock_thread);
   CHECK_FALSE(inner_long.lost());
 }
+
+TEST_CASE("a lease made after the clock's last one went is lost at its own end",
+          "[unit][lost]") {
+  // The clock sleeps on toward the end of a lease that went rather than wake for the next
+  // grant (a handoff's). A lease that ends before that end must wake it all the same.
+  const bool ends_first = GENERATE(true, false);
+  timed_lease warm(valid_for(1ms));  // the clock's thread runs, and is asleep, before `gone`
+  REQUIRE(support::wait_until([&] { return warm.lost_token().stop_requested(); }, 10s));
+  { timed_lease gone(valid_for(ends_first ? 1h : 100ms)); }
+  auto validity = valid_for(300ms);
+  timed_lease lease(validity);
+  REQUIRE(support::wait_until([&] { return lease.lost_token().stop_requested(); }, 10s));
+  CHECK(steady::now() >= validity->until());
+}
