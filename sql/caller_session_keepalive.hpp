@@ -78,15 +78,20 @@ void caller_session_pool<Driver>::probe() {
     }
     std::erase_if(sessions_, [](const auto& s) { return s->broken; });
     // Silent, with nothing left to probe: is the server back? Asked on another session, so
-    // that health() recovers without waiting for the next acquire.
-    if (sessions_.empty() && silent_since_.load(std::memory_order_relaxed) != 0 &&
-        probe_elsewhere_ && !probing_elsewhere_) {
+    // that health() recovers without waiting for the next acquire. And while callers wait
+    // (their sessions cannot answer): does the server still answer at all?
+    const bool silent_and_alone =
+        sessions_.empty() && silent_since_.load(std::memory_order_relaxed) != 0;
+    if ((silent_and_alone || waits_.load(std::memory_order_relaxed) > 0) && probe_elsewhere_ &&
+        !probing_elsewhere_) {
       probing_elsewhere_ = true;
-      probe_elsewhere_([weak = this->weak_from_this()](bool answered) {
+      probe_elsewhere_([weak = this->weak_from_this(), silent_and_alone](bool answered) {
         auto self = weak.lock();
         if (!self) return;
         self->probing_elsewhere_ = false;
-        if (answered) self->silent_since_.store(0, std::memory_order_relaxed);
+        if (!answered) return;
+        if (silent_and_alone) self->silent_since_.store(0, std::memory_order_relaxed);
+        self->heard();
       });
     }
   }
@@ -110,6 +115,7 @@ void caller_session_pool<Driver>::probe_answered(const session_ptr& s,
     return;
   }
   silent_since_.store(0, std::memory_order_relaxed);
+  heard();
   std::vector<std::stop_source> lost;
   {
     std::lock_guard lock(mutex_);

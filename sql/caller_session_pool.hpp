@@ -1,11 +1,12 @@
 // Private to the SQL backends: sessions that the callers' threads drive themselves, for the
-// uncontended attempt and its release (inline_acquirer::try_acquire_inline), so that neither
-// waits for the provider's thread. The keepalive that the provider's thread keeps for them is
-// in caller_session_keepalive.hpp.
+// uncontended attempt and its release (inline_acquirer::try_acquire_inline) and PostgreSQL's
+// blocking wait (postgres/src/caller_wait.cpp), so that none waits for the provider's thread.
+// The keepalive that the provider's thread keeps for them is in caller_session_keepalive.hpp.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -29,12 +30,28 @@
 
 namespace dlock {
 
+/// What a session of a driver that declares no `session_extras` carries beside its connection.
+struct no_session_extras {};
+
+namespace caller_session_detail {
+template <typename Driver>
+struct extras_of {
+  using type = no_session_extras;
+};
+template <typename Driver>
+  requires requires { typename Driver::session_extras; }
+struct extras_of<Driver> {
+  using type = typename Driver::session_extras;
+};
+}  // namespace caller_session_detail
+
 /// One caller-driven session and the grants on it. Whoever has it checked out (`in_use`, under
 /// the pool's mutex) may use `conn`: a caller's thread, or the provider's io thread for a
 /// keepalive probe, a loss check or a release in the background.
 template <typename Driver>
 struct caller_session {
   using grant = typename Driver::grant;
+  using extras_type = typename caller_session_detail::extras_of<Driver>::type;
   ~caller_session() {
     drop_socket();
     if (conn) Driver::close(conn);
@@ -51,6 +68,8 @@ struct caller_session {
 
   typename Driver::connection conn = nullptr;  // closed on the io thread (or once it stopped)
   bool fresh = true;  // not checked out before (whoever checks it out reads and clears it)
+  // What the driver keeps of the session beside its connection, fixed when it was opened.
+  [[no_unique_address]] extras_type extras;
   // Guarded by the pool's mutex:
   session_grants<grant> grants;
   bool in_use = false;
@@ -77,12 +96,17 @@ struct caller_session {
 /// unanswered for a period, marks lost the grants a probe finds no longer held, and watches the
 /// socket of an idle session that holds grants (from watch_delay after its check-in), so that
 /// a session the server ends (a KILL, a restart) has its grants marked lost at once. One idle
-/// session that holds nothing is kept; more are closed at the next probe.
+/// session that holds nothing is kept; more are closed at the next probe. A blocking acquire
+/// may also wait on one (check_out_for_wait): its caller's thread then asks silent_for_wait()
+/// whether the server still answers.
 ///
 /// `Driver` has `connection` (a client handle, nullptr for none), `grant` (with
 /// `std::string resource` and `std::stop_source lost`) and `result` (ok(), connection_broken,
 /// message); open(deadline, why) connects and prepares a session on the caller's thread
-/// (nullptr with the reason in `why`), exchange(conn, sql, deadline) runs a statement there,
+/// (nullptr with the reason in `why`), or open(deadline, why, wakeup, extras) for a driver
+/// with `session_extras` (what each session carries beside its connection: it fills them),
+/// which also gives up when the descriptor `wakeup` (-1: none) becomes readable (nullptr with
+/// `why` empty); exchange(conn, sql, deadline) runs a statement there,
 /// exchange_on_io(session, sql, done) runs one on the io thread waiting on session->socket,
 /// probe_sql(grants) and still_held(result, i) check the grants on a probe, and the statics
 /// socket(conn), still_open(conn) (after an idle socket became readable, without blocking)
@@ -134,40 +158,46 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
 
   /// A session checked out for an attempt of `resource`, opened (blocking, at most
   /// connect_timeout) when none is free; nullptr with the reason in `why` when none can be
-  /// opened. Callers' threads.
-  session_ptr check_out(const std::string& resource, std::string& why) {
-    {
-      std::unique_lock lock(mutex_);
-      const auto stop_waiting = std::chrono::steady_clock::now() +
-                                std::min(limits_.connect_timeout, limits_.keepalive);
-      while (true) {
-        bool probed = false;
-        for (auto& s : sessions_) {
+  /// opened, with `why` empty when the descriptor `wakeup` (-1: none; only for a driver whose
+  /// open takes one) became readable while it connected (a stop request). Callers' threads.
+  session_ptr check_out(const std::string& resource, std::string& why, int wakeup = -1) {
+    return check_out_where(
+        [&](const session& s) {
           const bool full = limits_.locks_per_session != 0 &&
-                            s->grants.size() >= limits_.locks_per_session;
-          if (s->broken || full || s->grants.holds(resource)) continue;
-          if (s->in_use) {
-            probed = probed || s->probing;
-            continue;
-          }
-          s->in_use = true;
-          return s;
-        }
-        // A probe takes one round trip: waiting for it is cheaper than a new session, unless
-        // the server does not answer it in time (then the new session's connect fails too).
-        if (!probed || std::chrono::steady_clock::now() >= stop_waiting) break;
-        returned_.wait_until(lock, stop_waiting);
-      }
+                            s.grants.size() >= limits_.locks_per_session;
+          return !full && !s.grants.holds(resource);
+        },
+        why, wakeup);
+  }
+
+  /// The same for a wait, which keeps its session busy until it ends: one that holds nothing
+  /// (a release of its grants would wait for the wait).
+  session_ptr check_out_for_wait(std::string& why, int wakeup) {
+    return check_out_where([](const session& s) { return s.grants.empty(); }, why, wakeup);
+  }
+
+  /// Counts a caller's thread's wait on a session while it lives: the io thread then asks the
+  /// server for an answer at every tick of the keepalive, on another session, since the
+  /// waiting one cannot answer.
+  class counted_wait {
+   public:
+    explicit counted_wait(caller_session_pool& pool) : pool_(pool) {
+      pool_.waits_.fetch_add(1, std::memory_order_relaxed);
     }
-    auto conn = driver_.open(std::chrono::steady_clock::now() + limits_.connect_timeout, why);
-    if (!conn) return nullptr;
-    silent_since_.store(0, std::memory_order_relaxed);  // the server answered the setup
-    auto opened = std::make_shared<session>();
-    opened->conn = conn;
-    opened->in_use = true;
-    std::lock_guard lock(mutex_);
-    sessions_.push_back(opened);
-    return opened;
+    ~counted_wait() { pool_.waits_.fetch_sub(1, std::memory_order_relaxed); }
+    counted_wait(const counted_wait&) = delete;
+    counted_wait& operator=(const counted_wait&) = delete;
+
+   private:
+    caller_session_pool& pool_;
+  };
+
+  /// True once the server has answered nothing for a whole keepalive period, counted from
+  /// `since` if later: a wait begun then is to be given up. Any thread.
+  bool silent_for_wait(std::chrono::steady_clock::time_point since) const noexcept {
+    const std::chrono::steady_clock::time_point heard(
+        std::chrono::steady_clock::duration(heard_.load(std::memory_order_relaxed)));
+    return std::chrono::steady_clock::now() - std::max(heard, since) >= limits_.keepalive;
   }
 
   /// Gives a checked-out session back; a session holding grants is watched from then on.
@@ -269,6 +299,51 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
 
  private:
   std::chrono::nanoseconds silence_bound() const { return limits_.keepalive * 3 / 2; }
+
+  template <typename Usable>
+  session_ptr check_out_where(const Usable& usable, std::string& why, int wakeup) {
+    {
+      std::unique_lock lock(mutex_);
+      const auto stop_waiting = std::chrono::steady_clock::now() +
+                                std::min(limits_.connect_timeout, limits_.keepalive);
+      while (true) {
+        bool probed = false;
+        for (auto& s : sessions_) {
+          if (s->broken || !usable(*s)) continue;
+          if (s->in_use) {
+            probed = probed || s->probing;
+            continue;
+          }
+          s->in_use = true;
+          return s;
+        }
+        // A probe takes one round trip: waiting for it is cheaper than a new session, unless
+        // the server does not answer it in time (then the new session's connect fails too).
+        if (!probed || std::chrono::steady_clock::now() >= stop_waiting) break;
+        returned_.wait_until(lock, stop_waiting);
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() + limits_.connect_timeout;
+    auto opened = std::make_shared<session>();
+    if constexpr (requires { driver_.open(deadline, why, wakeup, opened->extras); }) {
+      opened->conn = driver_.open(deadline, why, wakeup, opened->extras);
+    } else {
+      assert(wakeup < 0);  // a driver that cannot be woken while it connects is given none
+      opened->conn = driver_.open(deadline, why);
+    }
+    if (!opened->conn) return nullptr;
+    silent_since_.store(0, std::memory_order_relaxed);  // the server answered the setup
+    heard();
+    opened->in_use = true;
+    std::lock_guard lock(mutex_);
+    sessions_.push_back(opened);
+    return opened;
+  }
+
+  void heard() noexcept {
+    heard_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                 std::memory_order_relaxed);
+  }
 
   static void signal_all(std::vector<std::stop_source>& lost) {
     for (auto& signal : lost) signal.request_stop();
@@ -380,6 +455,9 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
   bool probing_elsewhere_ = false;  // io thread only
   // silent_since() as steady_clock ticks, 0 while the server answers.
   std::atomic<std::int64_t> silent_since_{0};
+  // The server's last answer to a probe or a new session, as steady_clock ticks.
+  std::atomic<std::int64_t> heard_{0};
+  std::atomic<int> waits_{0};  // callers' threads waiting on a session (counted_wait)
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer sweep_timer_;
   // How long after its check-in a session that holds grants is watched at the latest.

@@ -67,11 +67,15 @@ void postgres_backend::start() {
       });
   keepalive_->start();
   callers_ = std::make_shared<caller_sessions>(
-      io().executor(), options_, endpoint_,
-      [this](PGconn* conn, std::chrono::steady_clock::time_point deadline,
-             std::string& backend_start) {
-        return prepare_caller_session(conn, deadline, backend_start);
-      },
+      io().executor(),
+      pg_caller_driver{io().executor(), std::make_shared<const connection_parameters>(options_),
+                       endpoint_,
+                       [this](PGconn* conn, std::chrono::steady_clock::time_point deadline,
+                              std::string& backend_start) {
+                         return prepare_caller_session(conn, deadline, backend_start);
+                       }},
+      caller_sessions::limits{options_.connect_timeout, options_.keepalive,
+                              options_.locks_per_session},
       [weak](std::function<void(bool)> answered) {
         auto self = weak.lock();
         if (!self) return;

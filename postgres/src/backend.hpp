@@ -3,7 +3,7 @@
 // Where to start: a blocking acquire makes its attempt on the caller's thread
 // (try_acquire_inline, inline_attempt.cpp) on a caller-driven session (caller_sessions.hpp),
 // and a lock's wait too (acquire_waiting_inline, caller_wait.cpp); their grants are
-// caller_leases. Everything else (async acquires, semaphores' waits) is a pg_acquire
+// pg_caller_leases. Everything else (async acquires, semaphores' waits) is a pg_acquire
 // (acquire.hpp), one acquire from attempt to grant on the session_pool's sessions, which a
 // keepalive probes, whose grant is a pg_lease. The SQL is in sql.hpp; a pooled session is a pg_connection over libpq's
 // asynchronous calls.
@@ -24,6 +24,7 @@
 
 #include "board_connection.hpp"
 #include "cancel_request.hpp"
+#include "caller_lease.hpp"
 #include "caller_sessions.hpp"
 #include "notify_waiters.hpp"
 #include "pooled_lease.hpp"
@@ -156,5 +157,8 @@ class postgres_backend final : public dlock::backend,
 
 /// A grant on one session, given back with its unlock statement.
 using pg_lease = pooled_lease<postgres_backend, pg_session>;
+
+/// A grant on one caller-driven session, given back on the releasing thread.
+using pg_caller_lease = caller_lease<postgres_backend, caller_session>;
 
 }  // namespace dlock::postgres::detail

@@ -77,21 +77,6 @@ query_result broken_connection(PGconn* conn) {
   return r;
 }
 
-// Counts the wait in the sessions' books while it runs (the io thread then checks that the
-// server still answers).
-class wait_counted {
- public:
-  explicit wait_counted(caller_sessions& sessions) : sessions_(sessions) {
-    sessions_.wait_began();
-  }
-  ~wait_counted() { sessions_.wait_ended(); }
-  wait_counted(const wait_counted&) = delete;
-  wait_counted& operator=(const wait_counted&) = delete;
-
- private:
-  caller_sessions& sessions_;
-};
-
 }  // namespace
 
 std::unique_ptr<lease> postgres_backend::acquire_waiting_inline(const acquire_request& request,
@@ -121,7 +106,7 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
   using event = dlock::detail::sql_wait_machine::event;
   const advisory_key key = key_of(request);
   const auto began = clock_type::now();
-  wait_counted counted(*callers_);
+  caller_sessions::counted_wait counted(*callers_);
   PGconn* conn = session->conn;
   const long long timeout_ms =
       request.deadline == clock_type::time_point::max()
@@ -179,7 +164,8 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     }
     void send_cancel() override {
       answers.push_back(postgres::detail::send_cancel(session->conn, backend.cancel_by_control_,
-                                                      session->backend_start, session->cancelling)
+                                                      session->extras.backend_start,
+                                                      session->extras.cancelling)
                             ? event::cancel_sent
                             : event::cancel_busy);
     }

@@ -9,7 +9,6 @@
 #include <dlock/core/errors.hpp>
 
 #include "backend.hpp"
-#include "caller_lease.hpp"
 #include "board_connection.hpp"
 #include "election_key.hpp"
 #include "fencing.hpp"
@@ -31,7 +30,7 @@ int holder_pid(const lease& leadership) {
   if (const auto* pooled = dynamic_cast<const pg_lease*>(&leadership)) {
     return pooled->session()->connection->backend_pid();
   }
-  return dynamic_cast<const caller_lease&>(leadership).backend_pid();
+  return dynamic_cast<const pg_caller_lease&>(leadership).session()->extras.pid;
 }
 
 class pg_election_board final : public election_board {

@@ -8,7 +8,6 @@
 #include "acquire.hpp"
 #include "backend.hpp"
 #include "blocking_libpq.hpp"
-#include "caller_lease.hpp"
 #include "failure.hpp"
 #include "semaphore_keys.hpp"
 #include "sql.hpp"
@@ -72,7 +71,7 @@ std::unique_ptr<lease> postgres_backend::attempt_on_caller_session(const acquire
 std::unique_ptr<lease> postgres_backend::grant_on_caller_session(
     const acquire_request& request, const advisory_key& key,
     const caller_sessions::session_ptr& session, const std::string& slot, std::uint64_t token) {
-  auto granted = std::make_unique<caller_lease>(
+  auto granted = std::make_unique<pg_caller_lease>(
       shared_from_this(), session,
       joined(unlock_sql(request, key, slot), forget_grant_sql(request, key, slot, owners_)),
       token);
