@@ -121,7 +121,8 @@ class postgres_backend final : public dlock::backend,
   std::unique_ptr<lease> grant_on_caller_session(const acquire_request& request,
                                                  const advisory_key& key,
                                                  const caller_sessions::session_ptr& session,
-                                                 const std::string& slot, std::uint64_t token);
+                                                 const std::string& slot, std::uint64_t token,
+                                                 std::shared_ptr<const grant_validity> validity);
   std::unique_ptr<lease> attempt_on_caller_session(const acquire_request& request, int wakeup);
   std::unique_ptr<lease> wait_on_caller_session(const acquire_request& request,
                                                 const caller_sessions::session_ptr& session,

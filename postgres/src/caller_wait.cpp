@@ -187,8 +187,10 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
                             : event::give_back_failed);
     }
     void book_grant() override {
+      // No time: the waiting session answered no probe while it waited, and its silence is
+      // judged on another session (docs/semantics.md, "Lost by the clock").
       granted = backend.grant_on_caller_session(request, key, session, "0",
-                                                std::stoull(r.value(1).value_or("0")));
+                                                std::stoull(r.value(1).value_or("0")), nullptr);
     }
     void keep_session() override {
       if (!granted) backend.callers_->check_in(session);  // a grant went back checked in

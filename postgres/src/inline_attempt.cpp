@@ -36,8 +36,8 @@ std::unique_ptr<lease> postgres_backend::attempt_on_caller_session(const acquire
     // One round trip: a server that does not answer it within connect_timeout (or the
     // keepalive period, if shorter) is given up, as a pooled attempt is once its deadline
     // and connect_timeout have passed, or its keepalive goes unanswered.
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::min(options_.connect_timeout, options_.keepalive);
+    const auto sent = std::chrono::steady_clock::now();
+    const auto deadline = sent + std::min(options_.connect_timeout, options_.keepalive);
     const query_result r = send_blocking(session->conn, endpoint_, attempt, {}, deadline);
     if (!r.ok()) {
       // A deadlock took nothing; any other failure may have left the lock taken (the fencing
@@ -57,7 +57,8 @@ std::unique_ptr<lease> postgres_backend::attempt_on_caller_session(const acquire
       std::rethrow_exception(acquire_failure(*this, r, request.name));
     }
     if (auto token = r.value(1)) {
-      return grant_on_caller_session(request, key, session, *r.value(0), std::stoull(*token));
+      return grant_on_caller_session(request, key, session, *r.value(0), std::stoull(*token),
+                                     callers_->validity_of_grant(*session, sent));
     }
     callers_->check_in(session);
     if (request.kind == resource_kind::semaphore) {
@@ -70,11 +71,12 @@ std::unique_ptr<lease> postgres_backend::attempt_on_caller_session(const acquire
 // The grant of `slot` on a checked-out session, which goes back checked in with it.
 std::unique_ptr<lease> postgres_backend::grant_on_caller_session(
     const acquire_request& request, const advisory_key& key,
-    const caller_sessions::session_ptr& session, const std::string& slot, std::uint64_t token) {
+    const caller_sessions::session_ptr& session, const std::string& slot, std::uint64_t token,
+    std::shared_ptr<const grant_validity> validity) {
   auto granted = std::make_unique<pg_caller_lease>(
       shared_from_this(), session,
       joined(unlock_sql(request, key, slot), forget_grant_sql(request, key, slot, owners_)),
-      token);
+      token, std::move(validity));
   granted->attach(
       callers_->add_grant(*session, {resource_of(request, key), granted->lost_signal()}));
   callers_->check_in(session);
