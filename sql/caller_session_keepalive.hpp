@@ -85,13 +85,14 @@ void caller_session_pool<Driver>::probe() {
     if ((silent_and_alone || waits_.load(std::memory_order_relaxed) > 0) && probe_elsewhere_ &&
         !probing_elsewhere_) {
       probing_elsewhere_ = true;
-      probe_elsewhere_([weak = this->weak_from_this(), silent_and_alone](bool answered) {
+      const auto sent = std::chrono::steady_clock::now();
+      probe_elsewhere_([weak = this->weak_from_this(), silent_and_alone, sent](bool answered) {
         auto self = weak.lock();
         if (!self) return;
         self->probing_elsewhere_ = false;
         if (!answered) return;
         if (silent_and_alone) self->silent_since_.store(0, std::memory_order_relaxed);
-        self->heard();
+        self->heard(sent);
       });
     }
   }
@@ -115,7 +116,7 @@ void caller_session_pool<Driver>::probe_answered(const session_ptr& s,
     return;
   }
   silent_since_.store(0, std::memory_order_relaxed);
-  heard();
+  heard(s->probe_sent);
   std::vector<std::stop_source> lost;
   {
     std::lock_guard lock(mutex_);

@@ -225,10 +225,20 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
   /// The validity of a grant a checked-out session was just given by a statement sent no
   /// earlier than `sent`: the session's, moved on to `sent` plus the silence bound (1.5
   /// keepalive periods, after which a silent session's probes have it given up). Every probe
-  /// the server answers on the session moves it on from the probe's sending. Any thread.
+  /// the server answers on the session moves it on from the probe's sending. A grant out of
+  /// a wait (`waited`) counts from the last statement the server answered elsewhere, if later:
+  /// the waiting session could not be probed, and the wait went on only while the server
+  /// answered on another (silent_for_wait). Any thread.
   std::shared_ptr<const grant_validity> validity_of_grant(
-      session& s, std::chrono::steady_clock::time_point sent) {
+      session& s, std::chrono::steady_clock::time_point sent, bool waited = false) {
     s.validity->extend_to(sent + silence_bound());
+    if (waited) {
+      const std::chrono::steady_clock::time_point elsewhere(
+          std::chrono::steady_clock::duration(answered_sent_.load(std::memory_order_relaxed)));
+      if (elsewhere != std::chrono::steady_clock::time_point{}) {
+        s.validity->extend_to(elsewhere + silence_bound());
+      }
+    }
     return s.validity;
   }
 
@@ -323,7 +333,8 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
         returned_.wait_until(lock, stop_waiting);
       }
     }
-    const auto deadline = std::chrono::steady_clock::now() + limits_.connect_timeout;
+    const auto opening = std::chrono::steady_clock::now();
+    const auto deadline = opening + limits_.connect_timeout;
     auto opened = std::make_shared<session>();
     if constexpr (requires { driver_.open(deadline, why, wakeup, opened->extras); }) {
       opened->conn = driver_.open(deadline, why, wakeup, opened->extras);
@@ -333,16 +344,23 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
     }
     if (!opened->conn) return nullptr;
     silent_since_.store(0, std::memory_order_relaxed);  // the server answered the setup
-    heard();
+    heard(opening);
     opened->in_use = true;
     std::lock_guard lock(mutex_);
     sessions_.push_back(opened);
     return opened;
   }
 
-  void heard() noexcept {
+  // The server answered a statement sent at `sent`: heard_ keeps the answer's arrival (for
+  // silent_for_wait), answered_sent_ the latest such sending (for a waited grant's validity).
+  void heard(std::chrono::steady_clock::time_point sent) noexcept {
     heard_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
                  std::memory_order_relaxed);
+    const auto count = sent.time_since_epoch().count();
+    auto latest = answered_sent_.load(std::memory_order_relaxed);
+    while (latest < count &&
+           !answered_sent_.compare_exchange_weak(latest, count, std::memory_order_relaxed)) {
+    }
   }
 
   static void signal_all(std::vector<std::stop_source>& lost) {
@@ -457,6 +475,7 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
   std::atomic<std::int64_t> silent_since_{0};
   // The server's last answer to a probe or a new session, as steady_clock ticks.
   std::atomic<std::int64_t> heard_{0};
+  std::atomic<std::int64_t> answered_sent_{0};
   std::atomic<int> waits_{0};  // callers' threads waiting on a session (counted_wait)
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer sweep_timer_;

@@ -127,6 +127,7 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     bool reported = false;
     clock_type::time_point next_cancel = clock_type::time_point::max();
     clock_type::time_point answer_due = clock_type::time_point::max();
+    clock_type::time_point wait_sent{};
     std::vector<event> answers;  // of the actions performed, to feed
 
     caller_wait_io(postgres_backend& backend, const acquire_request& request,
@@ -158,6 +159,7 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
     }
 
     void send_wait() override {
+      wait_sent = clock_type::now();
       if (!backend.send_caller_wait(request, key, session->conn, timeout_ms, r)) {
         answers.push_back(event::connection_lost);
       }
@@ -187,10 +189,9 @@ std::unique_ptr<lease> postgres_backend::wait_on_caller_session(
                             : event::give_back_failed);
     }
     void book_grant() override {
-      // No time: the waiting session answered no probe while it waited, and its silence is
-      // judged on another session (docs/semantics.md, "Lost by the clock").
-      granted = backend.grant_on_caller_session(request, key, session, "0",
-                                                std::stoull(r.value(1).value_or("0")), nullptr);
+      granted = backend.grant_on_caller_session(
+          request, key, session, "0", std::stoull(r.value(1).value_or("0")),
+          backend.callers_->validity_of_grant(*session, wait_sent, true));
     }
     void keep_session() override {
       if (!granted) backend.callers_->check_in(session);  // a grant went back checked in

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <future>
+#include <vector>
 
 #include <boost/asio/use_future.hpp>
 
@@ -52,23 +53,44 @@ TEST_CASE("a grant that waited longer than its validity's bound is not lost, nor
   auto waiter = backend().make_short_validity_provider();
   if (!waiter) return;
   const auto bound = backend().nemesis_url().lease.value_or(2s);
+  // Two waits at once: an async one, and a blocking one, which a backend may run on the
+  // caller's thread (PostgreSQL's wait on a session of its own).
   const auto name = unique_name("long-wait");
-  auto held = backend().make_provider()->create_lock(name).acquire(10s);
+  const auto blocking_name = unique_name("long-wait-blocking");
+  auto holder = backend().make_provider();
+  auto held = holder->create_lock(name).acquire(10s);
+  auto held_too = holder->create_lock(blocking_name).acquire(10s);
   auto beside = support::hold_lock(*waiter, unique_name("beside"));
   auto waited = waiter->create_lock(name).async_acquire(60s, {}, boost::asio::use_future);
-  const auto ready = [&] { return waited.wait_for(0s) == std::future_status::ready; };
+  auto blocking_lock = waiter->create_lock(blocking_name);
+  auto waited_blocking =
+      std::async(std::launch::async, [&blocking_lock] { return blocking_lock.acquire(60s); });
+  const auto ready = [](const std::future<dlock::lock_handle>& f) {
+    return f.wait_for(0s) == std::future_status::ready;
+  };
   const auto beside_until = dlock::granted_lease(beside)->valid_until();
   const auto wait_for = beside_until == steady::time_point::max()
                             ? 2 * bound
                             : std::chrono::duration_cast<std::chrono::milliseconds>(
                                   beside_until - steady::now()) + bound;
-  CHECK_FALSE(wait_until([&] { return beside.lost() || ready(); }, wait_for));
+  CHECK_FALSE(wait_until(
+      [&] { return beside.lost() || ready(waited) || ready(waited_blocking); }, wait_for));
   if (beside_until != steady::time_point::max()) CHECK(steady::now() > beside_until);
   held.release();
+  held_too.release();
   REQUIRE(waited.wait_for(30s) == std::future_status::ready);
-  dlock::lock_handle granted = waited.get();
-  CHECK_FALSE(granted.lost());
-  CHECK(dlock::granted_lease(granted)->valid_until() > steady::now());
+  REQUIRE(waited_blocking.wait_for(30s) == std::future_status::ready);
+  std::vector<dlock::lock_handle> granted;
+  granted.push_back(waited.get());
+  granted.push_back(waited_blocking.get());
+  for (const auto& handle : granted) {
+    CHECK_FALSE(handle.lost());
+    const auto until = dlock::granted_lease(handle)->valid_until();
+    CHECK(until > steady::now());
+    // Where grants carry a time, a waited one does too, whichever thread waited.
+    if (beside_until != steady::time_point::max()) CHECK(until != steady::time_point::max());
+  }
   // Renewed from here on, as any grant.
-  CHECK_FALSE(wait_until([&] { return granted.lost() || beside.lost(); }, 2 * bound));
+  CHECK_FALSE(wait_until(
+      [&] { return granted[0].lost() || granted[1].lost() || beside.lost(); }, 2 * bound));
 }
