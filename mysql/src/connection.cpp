@@ -230,8 +230,10 @@ void mariadb_connection::statement_done() {
   running_.reset();
   auto result = std::move(collected_);
   collected_ = {};
+  ++undelivered_answers_;
   boost::asio::post(executor_, [self = shared_from_this(), done = std::move(finished.done),
                                 result = std::move(result)]() mutable {
+    --self->undelivered_answers_;
     done(std::move(result));
   });
   send_next();

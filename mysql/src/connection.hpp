@@ -70,7 +70,12 @@ class mariadb_connection : public std::enable_shared_from_this<mariadb_connectio
   void close();
 
   bool broken() const noexcept { return state_ == state::broken || state_ == state::closed; }
-  bool busy() const noexcept { return running_.has_value() || !queue_.empty(); }
+  /// Runs a statement, has one queued, or has an answer on its way to its handler: a pool
+  /// that took an idle connection for one that holds nothing would close it under a grant
+  /// that answer brings.
+  bool busy() const noexcept {
+    return running_.has_value() || !queue_.empty() || undelivered_answers_ != 0;
+  }
   /// The server's id of this connection (for KILL QUERY), 0 until connected.
   std::uint64_t thread_id() const noexcept { return thread_id_; }
   const std::string& endpoint() const noexcept { return endpoint_; }
@@ -113,6 +118,7 @@ class mariadb_connection : public std::enable_shared_from_this<mariadb_connectio
   std::deque<statement> queue_;
   std::optional<statement> running_;
   query_result collected_;
+  std::size_t undelivered_answers_ = 0;  // posted to their handlers, not yet run
   // Out-parameters of the suspended call, which writes them when it finishes.
   st_mysql* connect_return_ = nullptr;
   int int_return_ = 0;
