@@ -92,7 +92,7 @@ void caller_session_pool<Driver>::probe() {
         self->probing_elsewhere_ = false;
         if (!answered) return;
         if (silent_and_alone) self->silent_since_.store(0, std::memory_order_relaxed);
-        self->heard(sent);
+        self->answers_.heard(sent);
       });
     }
   }
@@ -116,11 +116,11 @@ void caller_session_pool<Driver>::probe_answered(const session_ptr& s,
     return;
   }
   silent_since_.store(0, std::memory_order_relaxed);
-  heard(s->probe_sent);
+  answers_.heard(s->probe_sent);
   std::vector<std::stop_source> lost;
   {
     std::lock_guard lock(mutex_);
-    s->validity->extend_to(s->probe_sent + silence_bound());
+    s->validity->extend_to(s->probe_sent + answers_.silence_bound());
     for (std::size_t i = 0; i < ids.size(); ++i) {
       auto held = s->grants.find(ids[i]);
       if (held != s->grants.end() && !driver_.still_held(r, i)) lost.push_back(held->second.lost);

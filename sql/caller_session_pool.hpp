@@ -26,6 +26,7 @@
 
 #include <dlock/core/backend/lease.hpp>
 
+#include "server_answers.hpp"
 #include "session_grants.hpp"
 
 namespace dlock {
@@ -132,8 +133,8 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
   caller_session_pool(boost::asio::any_io_executor executor, Driver driver, limits limit,
                       other_prober probe_elsewhere)
       : executor_(std::move(executor)), driver_(std::move(driver)), limits_(limit),
-        probe_elsewhere_(std::move(probe_elsewhere)), timer_(executor_),
-        sweep_timer_(executor_) {}
+        probe_elsewhere_(std::move(probe_elsewhere)), answers_(limit.keepalive),
+        timer_(executor_), sweep_timer_(executor_) {}
 
   Driver& driver() noexcept { return driver_; }
 
@@ -195,9 +196,8 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
   /// True once the server has answered nothing for a whole keepalive period, counted from
   /// `since` if later: a wait begun then is to be given up. Any thread.
   bool silent_for_wait(std::chrono::steady_clock::time_point since) const noexcept {
-    const std::chrono::steady_clock::time_point heard(
-        std::chrono::steady_clock::duration(heard_.load(std::memory_order_relaxed)));
-    return std::chrono::steady_clock::now() - std::max(heard, since) >= limits_.keepalive;
+    return std::chrono::steady_clock::now() - std::max(answers_.last_heard(), since) >=
+           limits_.keepalive;
   }
 
   /// Gives a checked-out session back; a session holding grants is watched from then on.
@@ -223,23 +223,11 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
   }
 
   /// The validity of a grant a checked-out session was just given by a statement sent no
-  /// earlier than `sent`: the session's, moved on to `sent` plus the silence bound (1.5
-  /// keepalive periods, after which a silent session's probes have it given up). Every probe
-  /// the server answers on the session moves it on from the probe's sending. A grant out of
-  /// a wait (`waited`) counts from the last statement the server answered elsewhere, if later:
-  /// the waiting session could not be probed, and the wait went on only while the server
-  /// answered on another (silent_for_wait). Any thread.
+  /// earlier than `sent`, out of a wait or not (server_answers::validity_of_grant). Every probe
+  /// the server answers on the session moves it on from the probe's sending. Any thread.
   std::shared_ptr<const grant_validity> validity_of_grant(
       session& s, std::chrono::steady_clock::time_point sent, bool waited = false) {
-    s.validity->extend_to(sent + silence_bound());
-    if (waited) {
-      const std::chrono::steady_clock::time_point elsewhere(
-          std::chrono::steady_clock::duration(answered_sent_.load(std::memory_order_relaxed)));
-      if (elsewhere != std::chrono::steady_clock::time_point{}) {
-        s.validity->extend_to(elsewhere + silence_bound());
-      }
-    }
-    return s.validity;
+    return answers_.validity_of_grant(s.validity, sent, waited);
   }
 
   /// Books a grant on a checked-out session; returns its id.
@@ -308,8 +296,6 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
   }
 
  private:
-  std::chrono::nanoseconds silence_bound() const { return limits_.keepalive * 3 / 2; }
-
   template <typename Usable>
   session_ptr check_out_where(const Usable& usable, std::string& why, int wakeup) {
     {
@@ -344,23 +330,11 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
     }
     if (!opened->conn) return nullptr;
     silent_since_.store(0, std::memory_order_relaxed);  // the server answered the setup
-    heard(opening);
+    answers_.heard(opening);
     opened->in_use = true;
     std::lock_guard lock(mutex_);
     sessions_.push_back(opened);
     return opened;
-  }
-
-  // The server answered a statement sent at `sent`: heard_ keeps the answer's arrival (for
-  // silent_for_wait), answered_sent_ the latest such sending (for a waited grant's validity).
-  void heard(std::chrono::steady_clock::time_point sent) noexcept {
-    heard_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
-                 std::memory_order_relaxed);
-    const auto count = sent.time_since_epoch().count();
-    auto latest = answered_sent_.load(std::memory_order_relaxed);
-    while (latest < count &&
-           !answered_sent_.compare_exchange_weak(latest, count, std::memory_order_relaxed)) {
-    }
   }
 
   static void signal_all(std::vector<std::stop_source>& lost) {
@@ -474,8 +448,7 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
   // silent_since() as steady_clock ticks, 0 while the server answers.
   std::atomic<std::int64_t> silent_since_{0};
   // The server's last answer to a probe or a new session, as steady_clock ticks.
-  std::atomic<std::int64_t> heard_{0};
-  std::atomic<std::int64_t> answered_sent_{0};
+  server_answers answers_;  // on the probes, new sessions and probes elsewhere
   std::atomic<int> waits_{0};  // callers' threads waiting on a session (counted_wait)
   boost::asio::steady_timer timer_;
   boost::asio::steady_timer sweep_timer_;

@@ -21,6 +21,8 @@
 #include <dlock/core/detail/unique_function.hpp>
 #include <dlock/core/health.hpp>
 
+#include "server_answers.hpp"
+
 namespace dlock {
 
 /// A backend's health() when its server has left a keepalive (of `period`) unanswered since
@@ -83,7 +85,7 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
   session_keepalive(boost::asio::any_io_executor executor, std::weak_ptr<Pool> pool,
                     std::chrono::nanoseconds period, prober probe)
       : timer_(std::move(executor)), pool_(std::move(pool)), period_(period),
-        prober_(std::move(probe)) {}
+        prober_(std::move(probe)), answers_(period) {}
 
   /// Runs `tick` at every tick, before the pool's probes: for other sessions kept alive to
   /// the same rhythm, so that a silent server is judged on both at the same moment. Before
@@ -112,17 +114,11 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
   }
 
   /// The validity of a grant `session` was just given by a statement sent no earlier than
-  /// `sent`: the session's, moved on to `sent` plus the silence bound. A grant that came out of
-  /// a wait counts from the last probe the server answered while it ran, if later: a waiting
-  /// session cannot be probed, and the wait goes on only while the server answers on another
-  /// (a wait's statement may have been sent long before). Its probes renew it from then on.
+  /// `sent`, out of a wait or not (server_answers::validity_of_grant). Its probes renew it
+  /// from then on.
   std::shared_ptr<const grant_validity> validity_of_grant(const session_ptr& session,
                                                           time_point sent, bool waited) {
-    session->validity->extend_to(sent + silence_bound());
-    if (waited && answered_sent_ != time_point{}) {
-      session->validity->extend_to(answered_sent_ + silence_bound());
-    }
-    return session->validity;
+    return answers_.validity_of_grant(session->validity, sent, waited);
   }
 
  private:
@@ -181,8 +177,6 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
                                           std::memory_order_relaxed);
   }
 
-  std::chrono::nanoseconds silence_bound() const { return period_ * 3 / 2; }
-
   void send_probe(const session_ptr& session, time_point now) {
     session->probe_sent = now;
     prober_(session, [weak = this->weak_from_this(), session, now](bool answered) {
@@ -190,9 +184,8 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
       auto self = weak.lock();
       if (!self) return;
       if (answered) {
-        self->heard_ = std::chrono::steady_clock::now();
-        self->answered_sent_ = std::max(self->answered_sent_, now);
-        session->validity->extend_to(now + self->silence_bound());
+        self->answers_.heard(now);
+        session->validity->extend_to(now + self->answers_.silence_bound());
         self->silent_since_.store(0, std::memory_order_relaxed);
       }
       if (auto pool = self->pool_.lock()) pool->retire_if_spare(session);
@@ -214,7 +207,7 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
     }
     if (!waits_since_) waits_since_ = now;
     if (!server_probed) send_probe(pool.session_for_attempt(""), now);
-    if (now - std::max(heard_, *waits_since_) < period_) return;
+    if (now - std::max(answers_.last_heard(), *waits_since_) < period_) return;
     for (auto& session : waits) {
       session->connection->abandon("no answer from the server to a keepalive within one period");
     }
@@ -226,8 +219,7 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
   std::chrono::nanoseconds period_;
   prober prober_;
   std::function<void()> also_on_tick_;
-  time_point heard_{};                     // the server's last answer to a probe
-  time_point answered_sent_{};             // the sending of the last probe it answered
+  server_answers answers_;                 // on the probes
   std::optional<time_point> waits_since_;  // since when waits have been running
   // silent_since() as steady_clock ticks, 0 while the server answers. While it is set and no
   // session is left to probe, a probe opens one, so that the answer that clears it comes.
