@@ -36,9 +36,12 @@ launch_redis() {
   # only from this host's root namespace.
   local protected=yes
   $partition_set && protected=no
+  # On SIGTERM a master waits up to 10 s for lagging replicas, and a replica a partition
+  # scenario cut off lags until then: these servers keep nothing, so they stop at once.
   # shellcheck disable=SC2046,SC2086 # one argument per address and per listener option
   setsid "${in_netns[@]}" redis-server --bind $(listen_addresses "$id") --port "$port" --save '' --appendonly no --dir "$dir" \
-    --protected-mode "$protected" --daemonize no $listener </dev/null >>"$dir/server.log" 2>&1 9>&- &
+    --protected-mode "$protected" --shutdown-on-sigterm now --daemonize no $listener \
+    </dev/null >>"$dir/server.log" 2>&1 9>&- &
   echo $! >"$dir/pid"
 }
 
