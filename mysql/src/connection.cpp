@@ -13,6 +13,18 @@
 
 namespace dlock::mysql::detail {
 
+namespace {
+
+query_result broken_answer(const std::string& message) {
+  query_result r;
+  r.connection_broken = true;
+  r.error = CR_SERVER_LOST;
+  r.message = message;
+  return r;
+}
+
+}  // namespace
+
 void initialize_client_library() {
   static std::once_flag initialized;
   std::call_once(initialized, [] { mysql_library_init(0, nullptr, nullptr); });
@@ -234,6 +246,12 @@ void mariadb_connection::statement_done() {
   boost::asio::post(executor_, [self = shared_from_this(), done = std::move(finished.done),
                                 result = std::move(result)]() mutable {
     --self->undelivered_answers_;
+    // The connection broke after the server answered: what the answer granted ended with it,
+    // so it must not reach its handler as a grant still held (nobody would tell it lost).
+    if (self->broken()) {
+      result = broken_answer("the connection ended after the server answered (" +
+                             self->broken_because_ + ")");
+    }
     done(std::move(result));
   });
   send_next();
@@ -250,11 +268,7 @@ void mariadb_connection::fail_statements(const std::string& message) {
 
 void mariadb_connection::fail_later(query_handler done, const std::string& message) {
   boost::asio::post(executor_, [done = std::move(done), message]() mutable {
-    query_result r;
-    r.connection_broken = true;
-    r.error = CR_SERVER_LOST;
-    r.message = message;
-    done(std::move(r));
+    done(broken_answer(message));
   });
 }
 
@@ -262,6 +276,7 @@ void mariadb_connection::fail(const std::string& message, bool after_established
   if (broken()) return;
   const bool was_ready = state_ == state::ready;
   state_ = state::broken;
+  broken_because_ = message;
   ++wait_generation_;
   connect_timer_.cancel();
   wait_timer_.cancel();

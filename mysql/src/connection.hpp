@@ -119,6 +119,7 @@ class mariadb_connection : public std::enable_shared_from_this<mariadb_connectio
   std::optional<statement> running_;
   query_result collected_;
   std::size_t undelivered_answers_ = 0;  // posted to their handlers, not yet run
+  std::string broken_because_;           // fail()'s message
   // Out-parameters of the suspended call, which writes them when it finishes.
   st_mysql* connect_return_ = nullptr;
   int int_return_ = 0;
