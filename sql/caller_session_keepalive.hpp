@@ -116,11 +116,10 @@ void caller_session_pool<Driver>::probe_answered(const session_ptr& s,
     return;
   }
   silent_since_.store(0, std::memory_order_relaxed);
-  answers_.heard(s->probe_sent);
+  answers_.probe_answered(*s->validity, s->probe_sent);
   std::vector<std::stop_source> lost;
   {
     std::lock_guard lock(mutex_);
-    s->validity->extend_to(s->probe_sent + answers_.silence_bound());
     for (std::size_t i = 0; i < ids.size(); ++i) {
       auto held = s->grants.find(ids[i]);
       if (held != s->grants.end() && !driver_.still_held(r, i)) lost.push_back(held->second.lost);

@@ -447,7 +447,6 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
   bool probing_elsewhere_ = false;  // io thread only
   // silent_since() as steady_clock ticks, 0 while the server answers.
   std::atomic<std::int64_t> silent_since_{0};
-  // The server's last answer to a probe or a new session, as steady_clock ticks.
   server_answers answers_;  // on the probes, new sessions and probes elsewhere
   std::atomic<int> waits_{0};  // callers' threads waiting on a session (counted_wait)
   boost::asio::steady_timer timer_;

@@ -27,9 +27,6 @@ class server_answers {
   explicit server_answers(std::chrono::nanoseconds keepalive) noexcept
       : silence_bound_(keepalive * 3 / 2) {}
 
-  /// How long after the sending of its last answered statement a silent session is given up.
-  std::chrono::nanoseconds silence_bound() const noexcept { return silence_bound_; }
-
   /// The server answered, just now, a statement sent at `sent`.
   void heard(time_point sent) noexcept {
     heard_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
@@ -39,6 +36,13 @@ class server_answers {
     while (latest < count &&
            !answered_sent_.compare_exchange_weak(latest, count, std::memory_order_relaxed)) {
     }
+  }
+
+  /// The server answered, just now, a probe sent at `sent` on a session whose grants share
+  /// `validity`: they are known valid until then plus the silence bound.
+  void probe_answered(grant_validity& validity, time_point sent) noexcept {
+    heard(sent);
+    validity.extend_to(sent + silence_bound_);
   }
 
   /// When its last answer came; time_point{} before the first.
@@ -59,6 +63,7 @@ class server_answers {
   }
 
  private:
+  // How long after the sending of its last answered statement a silent session is given up.
   std::chrono::nanoseconds silence_bound_;
   std::atomic<time_point::rep> heard_{0};          // the arrival of its last answer
   std::atomic<time_point::rep> answered_sent_{0};  // the latest sending it answered

@@ -184,8 +184,7 @@ class session_keepalive : public std::enable_shared_from_this<session_keepalive<
       auto self = weak.lock();
       if (!self) return;
       if (answered) {
-        self->answers_.heard(now);
-        session->validity->extend_to(now + self->answers_.silence_bound());
+        self->answers_.probe_answered(*session->validity, now);
         self->silent_since_.store(0, std::memory_order_relaxed);
       }
       if (auto pool = self->pool_.lock()) pool->retire_if_spare(session);
