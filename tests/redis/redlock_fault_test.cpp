@@ -190,6 +190,39 @@ TEST_CASE("a RedLock handle keeps its lease while one node is silent, and its re
   CHECK(answering.command({"EXISTS", key_of(name)}) == "0");
 }
 
+TEST_CASE("a RedLock handle is marked lost once two of three nodes fall silent, by the time "
+          "its keys on them could expire, and not while a majority still confirmed it",
+          "[redis][redlock][fault][timing]") {
+  const std::string nodes = redlock_endpoint();
+  auto locks = dlock::make_provider(url("dlock", nodes));  // 1 s expiry, extended every 333 ms
+  const auto name = unique_name("two-silent");
+  auto held = locks->create_lock(name).acquire(5s);
+  support::undo_test_servers_fault resume_first({"resume", "redlock1"});
+  support::undo_test_servers_fault resume_second({"resume", "redlock2"});
+  support::test_servers({"pause", "redlock1"});
+  CHECK_FALSE(held.lost());
+  const auto pausing_second = clock::now();
+  support::test_servers({"pause", "redlock2"});
+  const auto paused = clock::now();
+  // The last extension a majority confirmed went out by `paused`: the grant is known valid at
+  // most one expiry less the drift allowance (12 ms) after it, and the silent nodes' keys may
+  // expire soon after, when a majority could grant the name again.
+  const auto valid_at_most_until = paused + 988ms;
+  wait_until([&] { return held.lost() || clock::now() >= valid_at_most_until; }, 5s);
+  const auto seen_lost = clock::now();
+  const bool lost_in_time = held.lost();
+  std::cout << "redlock handle with two of three nodes paused (expiry 1000 ms) lost after "
+            << milliseconds(seen_lost - paused) << " ms" << std::endl;
+  CHECK(lost_in_time);
+  // An extension that two nodes confirmed at most one period (333 ms) before the pause keeps the
+  // grant valid until about 650 ms after it.
+  if (support::holds_latency_bounds) CHECK(seen_lost - pausing_second > 550ms);
+  CHECK(wait_until([&] { return held.lost_token().stop_requested(); }));
+  resume_second.now();
+  resume_first.now();
+  CHECK(locks->create_lock(name).acquire(5s));
+}
+
 TEST_CASE("a RedLock waiter waits on through one silent node and is granted on release, and "
           "with two silent it fails with connection_error within one expiry",
           "[redis][redlock][fault][timing]") {
