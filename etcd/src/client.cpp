@@ -310,15 +310,6 @@ grpc::Status etcd_client::blocking(std::chrono::nanoseconds timeout, Call call) 
   return status;
 }
 
-grpc::Status etcd_client::remove_now(const std::string& key, std::chrono::nanoseconds timeout) {
-  pb::DeleteRangeRequest request;
-  request.set_key(key);
-  pb::DeleteRangeResponse response;
-  return blocking(timeout, [&](grpc::ClientContext* context) {
-    return kv_->DeleteRange(context, request, &response);
-  });
-}
-
 grpc::Status etcd_client::txn_now(const pb::TxnRequest& request, pb::TxnResponse& response,
                                   std::chrono::nanoseconds timeout) {
   return blocking(timeout, [&](grpc::ClientContext* context) {

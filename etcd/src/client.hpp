@@ -61,8 +61,6 @@ class etcd_client {
   void revoke(pb::LeaseRevokeRequest request, std::chrono::nanoseconds timeout,
               reply_handler<pb::LeaseRevokeResponse> done);
 
-  /// Deletes `key` on the calling thread (a blocking call), waiting up to `timeout`.
-  grpc::Status remove_now(const std::string& key, std::chrono::nanoseconds timeout);
   /// A Txn and a Range on the calling thread (blocking calls), waiting up to `timeout`.
   grpc::Status txn_now(const pb::TxnRequest& request, pb::TxnResponse& response,
                        std::chrono::nanoseconds timeout);

@@ -128,34 +128,12 @@ etcd_lease::~etcd_lease() {
 void etcd_lease::release() {
   released_ = true;
   if (backend_->running_in_this_thread()) return held_->release({});
-  if (held_->holds_on()) return release_holding();
-  // The delete goes out from this thread (a blocking call that needs no help from the
-  // provider's thread, which may be busy); the watch and the reservation end there.
-  boost::asio::post(backend_->executor(), [held = held_] { held->stop(); });
-  const grpc::Status status =
-      backend_->client().remove_now(held_->key(), backend_->settings().release_timeout);
-  if (status.ok() || lost()) {  // a lost key is gone, or goes with the lost lease
-    boost::asio::post(backend_->executor(),
-                      [backend = backend_, key = held_->key()] { backend->unreserve(key); });
-    return;
-  }
-  // The provider's thread sends the delete again until it lands or the lease is gone.
-  boost::asio::post(backend_->executor(), [backend = backend_, key = held_->key(),
-                                           lease_id = held_->lease_id()] {
-    backend->delete_key(key, lease_id);
-  });
-  throw connection_error(backend_->message(
-      "release failed: " + describe(status) +
-          " (the provider deletes the key when the cluster answers, or it goes with the lease)",
-      name_));
-}
-
-}  // namespace dlock::etcd::detail
-
-namespace dlock::etcd::detail {
-
-// Two calls (a lease grant, then the move) chained on the provider's thread; this thread waits.
-void etcd_lease::release_holding() {
+  // The io thread sends the delete (within a minimum hold: a lease grant, then the move), ends
+  // the watch and the key's reservation, and retries a delete that could not reach the cluster;
+  // this thread waits for the answer. A delete sent from this thread instead (a blocking call)
+  // was measured no faster, so it is not kept (docs/architecture.md, "Routes an acquire
+  // and a release take").
+  const bool holding = held_->holds_on();
   blocking_reply<std::string> reply;  // what failed; empty when etcd confirmed
   boost::asio::post(backend_->executor(), [held = held_, reply] {
     held->release([reply](bool confirmed, std::string failure) {
@@ -163,11 +141,13 @@ void etcd_lease::release_holding() {
     });
   });
   const auto failure = reply.get_for(backend_->settings().release_timeout);
-  if ((failure && failure->empty()) || lost()) return;
+  if ((failure && failure->empty()) || lost()) return;  // a lost key goes with its lease
   throw connection_error(backend_->message(
       "release failed: " + (failure ? *failure : std::string("no answer within release_timeout")) +
-          " (the provider moves the key to a lease of the hold's time left when the cluster "
-          "answers, or it goes with the lease)",
+          (holding ? " (the provider moves the key to a lease of the hold's time left when the "
+                     "cluster answers, or it goes with the lease)"
+                   : " (the provider deletes the key when the cluster answers, or it goes with "
+                     "the lease)"),
       name_));
 }
 

@@ -64,10 +64,9 @@ class etcd_lease final : public dlock::lease {
   /// Deletes the key without waiting, if release() did not.
   ~etcd_lease() override;
 
-  /// Deletes the key: waits (off the io thread) up to release_timeout for the answer, without
-  /// needing the io thread (before a minimum hold ends it moves the key instead, with the io
-  /// thread's help). Throws connection_error when it could not be confirmed (unless the
-  /// lease was lost already).
+  /// Deletes the key through the io thread (before a minimum hold ends it moves the key
+  /// instead) and waits up to release_timeout for the answer. Throws connection_error when it
+  /// could not be confirmed (unless the lease was lost already).
   void release() override;
 
   /// The granted key and the provider's lease it is attached to (an election's proclaim
@@ -76,9 +75,6 @@ class etcd_lease final : public dlock::lease {
   std::int64_t lease_id() const noexcept { return held_->lease_id(); }
 
  private:
-  /// release() of a key that stays until its minimum hold ends.
-  void release_holding();
-
   std::shared_ptr<etcd_backend> backend_;
   std::shared_ptr<held_key> held_;
   std::string name_;
