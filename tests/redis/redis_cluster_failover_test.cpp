@@ -1,8 +1,9 @@
 // A Redis Cluster's failover while a lock is held and another waits for it: a master's replica
 // takes over (CLUSTER FAILOVER, which waits for the replica to catch up), and dlock follows it:
 // the lease is extended on the new master, the waiter is woken there by the release, and the
-// fencing token goes on. It changes the cluster every other cluster test uses, so it runs alone
-// and gives the slots back to their first master before it ends.
+// fencing token goes on; and a failover to a replica that never got the grant, which dlock
+// notices at the next extension. It changes the cluster every other cluster test uses, so it
+// runs alone and gives the slots back to their first master before it ends.
 #include <catch2/catch.hpp>
 
 #include <future>
@@ -183,5 +184,39 @@ TEST_CASE("a master killed while a lock is held and waited for: the holder is ke
   // The killed master comes back as the new master's replica; it is given its slots back
   // (TAKEOVER: the masters would not vote for this shard again so soon).
   restart.now();
+  fail_over(master, replica, "TAKEOVER");
+}
+
+TEST_CASE("a failover to a replica that lacks the grant marks its handle lost at the next "
+          "extension, and the name is granted again with a higher token",
+          "[redis][cluster][failover]") {
+  // The third shard: the cases above failed over the other two.
+  const std::size_t shard = 2;
+  const std::string name = a_name_on_each_master().at(shard);
+  const auto master = masters().at(shard);
+  const auto replica = replica_of(master);
+  const std::string key = lock_key(name);
+  auto holder = dlock::make_provider(url("expiry=30s&extend_every=300ms"));
+  auto held = holder->create_lock(name).acquire(5s);
+  const auto first_token = held.fencing_token();
+  // The grant as asynchronous replication can lose it: deleted on both (the replicated DEL),
+  // then written back on the master alone (a script's write with replication turned off), so
+  // that the master goes on extending it and the replica never had it.
+  const std::string unreplicated =
+      "local token, left = redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]) "
+      "redis.call('DEL', KEYS[1]) redis.set_repl(redis.REPL_NONE) "
+      "return redis.call('SET', KEYS[1], token, 'PX', left)";
+  REQUIRE(ask(master, {"EVAL", unreplicated, "1", key}) == "OK");
+  REQUIRE(support::wait_until([&] { return caught_up(replica, master); }));
+  CHECK(ask(master, {"EXISTS", key}) == "1");
+
+  fail_over(replica, master);
+  CHECK(ask(replica, {"EXISTS", key}) == "0");
+  REQUIRE(support::wait_until([&] { return held.lost(); }, 10s));
+  auto other = dlock::make_provider(url("expiry=30s"));
+  auto taken = other->create_lock(name).acquire(5s);
+  CHECK(taken.fencing_token() > first_token);
+  taken.release();
+
   fail_over(master, replica, "TAKEOVER");
 }
