@@ -1,5 +1,5 @@
 // dlock::etcd under faults: a member restarted, the cluster's leader killed, a majority of the
-// cluster down, a paused member. These kill, pause and restart servers that other tests share,
+// cluster down or paused (no quorum), a paused member. These kill, pause and restart servers that other tests share,
 // so they run alone (RUN_SERIAL) and leave the servers healthy.
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -170,6 +170,31 @@ TEST_CASE("with a majority of the cluster down, a held lock is lost and a waiter
   restart3.now();
   auto again = waiter->create_lock("job").acquire(30s);
   CHECK(again.fencing_token() > held.fencing_token());
+}
+
+TEST_CASE("an acquire whose calls time out while the cluster has no quorum is tried again "
+          "until the quorum is back, and granted then, within the lease", "[etcd][fault]") {
+  const std::string prefix = unique_name("no-quorum") + "/";
+  // One member's endpoint, so that every call meets the member left alone; a TTL that outlasts
+  // its requests' 6 s timeout (5 s and two 500 ms elections) with room to spare.
+  const std::string first_member = cluster().substr(0, cluster().find(','));
+  auto etcd = std::make_shared<dlock::etcd::provider>(dlock::etcd::options{
+      .endpoints = first_member, .prefix = prefix, .lease_ttl = 30s});
+  CHECK(etcd->create_lock("job").acquire(10s));  // the provider's lease is granted by now
+  support::undo_test_servers_fault resume2({"resume", "etcd2"});
+  support::undo_test_servers_fault resume3({"resume", "etcd3"});
+  support::test_servers({"pause", "etcd2"});
+  support::test_servers({"pause", "etcd3"});
+  auto waiting = etcd->create_lock("job").async_acquire(60s, {}, boost::asio::use_future);
+  // Past the member's request timeout: its first answer, "request timed out", has come and the
+  // acquire is trying again.
+  CHECK(waiting.wait_for(8s) == std::future_status::timeout);
+  resume2.now();
+  resume3.now();
+  REQUIRE(waiting.wait_for(20s) == std::future_status::ready);
+  auto granted = waiting.get();
+  CHECK_FALSE(granted.lost());
+  CHECK(support::etcd_keys(cluster(), prefix).size() == 1);
 }
 
 TEST_CASE("a holder whose member is paused past the TTL sees its lock lost, and after the "
