@@ -104,6 +104,9 @@ std::shared_ptr<held_watch::early_watch> held_watch::watch_early(
     auto self = weak.lock();
     if (!self || early->unset) return;
     if (early->held_id) return self->on_node_event(early->held_id, early->node, event.event);
+    // An expiry (ZOO_SESSION_EVENT) needs nothing here while the acquire waits: the acquire
+    // hears of it too (its predecessor's watch, or a call it has out) and queues again in the
+    // new session, dropping this watch, so no lease adopts it (session_expiry_test.cpp).
     if (event.event == ZOO_DELETED_EVENT) early->deleted_while_waiting();
   };
   // As watch(): the answer is looked at inside the client's processing, which posts only when
