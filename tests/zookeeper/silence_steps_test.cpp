@@ -1,0 +1,102 @@
+// A silent ZooKeeper server met step by step (docs/semantics.md, "Faults and partitions"): the
+// client notices the silence 2t/3 after it last heard from the server, a cut-off waiter fails
+// t/6 after that, and a held handle is lost by the clock no later than t/3 after the notice
+// and no earlier than its grant is known valid. The bounds hold in the `timing` label; under a
+// sanitizer the case checks that every step comes, in order, before the session could expire.
+// It pauses the shared server, so it runs alone (RUN_SERIAL) and resumes it.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+
+#include <boost/asio/use_future.hpp>
+#include <dlock/dlock.hpp>
+
+#include "support.hpp"
+#include "test_servers.hpp"
+#include "timing.hpp"
+#include "zookeeper_client.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+std::shared_ptr<dlock::zookeeper::provider> silence_provider(const std::string& base,
+                                                             std::chrono::milliseconds session) {
+  return std::make_shared<dlock::zookeeper::provider>(dlock::zookeeper::options{
+      .hosts = support::zookeeper_hosts(
+          support::require_test_server_endpoint("DLOCK_TEST_ZOOKEEPER")),
+      .base_path = base,
+      .session_timeout = session});
+}
+
+std::size_t children_of(const std::string& parent) {
+  return support::zookeeper_session(
+             support::zookeeper_hosts(
+                 support::require_test_server_endpoint("DLOCK_TEST_ZOOKEEPER")))
+      .children(parent)
+      .size();
+}
+
+long long millis(steady::duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+}  // namespace
+
+TEST_CASE("a silent server is noticed 2t/3 after the last answer, a waiter fails t/6 later and "
+          "a holder is lost at most t/3 later, never before its grant's validity",
+          "[zookeeper][fault][timing]") {
+  constexpr auto t = 3000ms;  // the test server takes 1 s to 10 s (tickTime 500 ms)
+  const std::string base = "/" + support::unique_name("dlock-silence-steps");
+  auto holding = silence_provider(base, t);
+  auto waiting_provider = silence_provider(base, t);
+  auto held = holding->create_lock("x").acquire(10s);
+  auto waiting =
+      waiting_provider->create_lock("x").async_acquire(60s, {}, boost::asio::use_future);
+  REQUIRE(support::wait_until([&] { return children_of(holding->lock_node_path("x")) == 2; }));
+
+  steady::time_point paused_at, noticed_at, waiter_failed_at, lost_at;
+  {
+    support::undo_test_servers_fault resume({"resume", "zookeeper"});
+    support::test_servers({"pause", "zookeeper"});
+    paused_at = steady::now();
+    support::wait_until([&] {
+      const auto now = steady::now();
+      if (noticed_at == steady::time_point{} && !holding->health().connected) noticed_at = now;
+      if (waiter_failed_at == steady::time_point{} &&
+          waiting.wait_for(0s) == std::future_status::ready) {
+        waiter_failed_at = now;
+      }
+      if (lost_at == steady::time_point{} && held.lost()) lost_at = now;
+      return noticed_at != steady::time_point{} && waiter_failed_at != steady::time_point{} &&
+             lost_at != steady::time_point{};
+    }, 3 * t);
+  }
+  REQUIRE(noticed_at != steady::time_point{});
+  REQUIRE(waiter_failed_at != steady::time_point{});
+  REQUIRE(lost_at != steady::time_point{});
+  CHECK_THROWS_AS(waiting.get(), dlock::connection_error);
+  std::printf("measured: pause to noticed %lld ms, to the waiter's error %lld ms, to lost %lld ms "
+              "(t = %lld ms)\n",
+              millis(noticed_at - paused_at), millis(waiter_failed_at - paused_at),
+              millis(lost_at - paused_at), static_cast<long long>(t.count()));
+  // In order, and before the server may expire the session (t after it last heard from us).
+  CHECK(noticed_at <= waiter_failed_at);
+  CHECK(noticed_at <= lost_at);
+  CHECK(lost_at - paused_at < support::latency_bound(t));
+  CHECK(waiter_failed_at - paused_at < support::latency_bound(t));
+  if (support::holds_latency_bounds) {
+    // The client last heard an answer at most t/6 before the pause (dlock reads every t/6).
+    CHECK(noticed_at - paused_at >= t / 2 - 50ms);
+    CHECK(noticed_at - paused_at <= 2 * t / 3 + 100ms);
+    CHECK(waiter_failed_at - noticed_at <= t / 6 + 100ms);
+    CHECK(lost_at - noticed_at <= t / 3 + 50ms);
+    // Valid until the sending of the last answered read (at most t/6 before the pause) + t,
+    // less the drift allowance (1 % of t + 2 ms).
+    CHECK(lost_at - paused_at >= 5 * t / 6 - 32ms - 50ms);
+  }
+}
