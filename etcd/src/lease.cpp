@@ -140,14 +140,18 @@ void etcd_lease::release() {
       reply.set_value(confirmed ? std::string() : std::move(failure));
     });
   });
+  // A lost key goes with its lease: nothing to wait for.
+  if (lost()) return;
   const auto failure = reply.get_for(backend_->settings().release_timeout);
-  if ((failure && failure->empty()) || lost()) return;  // a lost key goes with its lease
+  if ((failure && failure->empty()) || lost()) return;
   throw connection_error(backend_->message(
-      "release failed: " + (failure ? *failure : std::string("no answer within release_timeout")) +
-          (holding ? " (the provider moves the key to a lease of the hold's time left when the "
-                     "cluster answers, or it goes with the lease)"
-                   : " (the provider deletes the key when the cluster answers, or it goes with "
-                     "the lease)"),
+      "release failed: " +
+          (failure ? *failure
+                   : std::string("no answer within release_timeout (the cluster did not "
+                                 "answer, or the provider's thread was busy)")) +
+          (holding ? "; the provider moves the key to a lease of the hold's time left when it "
+                     "can, or it goes with the lease"
+                   : "; the provider deletes the key when it can, or it goes with the lease"),
       name_));
 }
 

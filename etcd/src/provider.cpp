@@ -29,8 +29,7 @@ provider::provider(options opts) : provider(make_backend(opts), opts.on_error) {
 provider::provider(std::shared_ptr<detail::etcd_backend> backend, error_handler on_error)
     : dlock::provider(backend, std::move(on_error)), backend_(std::move(backend)) {}
 
-// A release posts the stop of its key's watch to the io thread, a handler that holds the
-// backend: were it still queued when this provider's references go, the last one, and with it
+// A release posts its delete to the io thread, a handler that holds the backend: were it still queued when this provider's references go, the last one, and with it
 // the backend's destructor and the lease's revoke, would go later on the io thread, after the
 // caller thought the provider gone. Once the handlers queued before now have run, the last
 // reference goes here (unless a lock or handle of this provider is still alive).

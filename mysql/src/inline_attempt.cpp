@@ -1,6 +1,7 @@
 // The uncontended attempt on the caller's thread: a caller-driven connection, the same batch as
 // mysql_acquire's first attempt, and no thread switch on the way there or back.
 #include <algorithm>
+#include <memory>
 
 #include <dlock/core/backend/naming.hpp>
 
@@ -31,16 +32,21 @@ struct remembered_attempt {
   granted_hold hold;
 
   bool remembers(const acquire_request& r, const statement_settings& s) const {
-    return !attempt.empty() && r.kind == request.kind && r.mode == request.mode &&
+    return r.kind == request.kind && r.mode == request.mode &&
            r.max_count == request.max_count && r.name == request.name &&
            r.owner == request.owner && same(s, settings);
   }
 };
 
-remembered_attempt& remembered(const acquire_request& r, const statement_settings& settings) {
-  thread_local remembered_attempt last;
-  if (!last.remembers(r, settings)) {
-    last = {r, settings, resource_of(r), attempt_sql(r, settings, {}), std::nullopt, {}};
+// Shared, so that the statements an attempt uses live on when something it calls on the same
+// thread (a lost signal's callbacks, run as a broken connection is given up) attempts another
+// request.
+std::shared_ptr<remembered_attempt> remembered(const acquire_request& r,
+                                               const statement_settings& settings) {
+  thread_local std::shared_ptr<remembered_attempt> last;
+  if (!last || !last->remembers(r, settings)) {
+    last = std::make_shared<remembered_attempt>(remembered_attempt{
+        r, settings, resource_of(r), attempt_sql(r, settings, {}), std::nullopt, {}});
   }
   return last;
 }
@@ -59,9 +65,9 @@ granted_hold hold_granted(remembered_attempt& last, const query_result& granting
 
 std::unique_ptr<lease> mysql_backend::try_acquire_inline(const acquire_request& request) {
   check_slot_count(request, max_semaphore_slots);
-  auto& last = remembered(request, statements_);
-  const std::string& resource = last.resource;
-  const std::string& attempt = last.attempt;
+  const auto last = remembered(request, statements_);
+  const std::string& resource = last->resource;
+  const std::string& attempt = last->attempt;
   for (int tries = 0;; ++tries) {
     std::string why;
     auto session = callers_->check_out(resource, why);
@@ -107,7 +113,7 @@ std::unique_ptr<lease> mysql_backend::try_acquire_inline(const acquire_request& 
       callers_->check_in(session);
       return nullptr;
     }
-    auto hold = hold_granted(last, r);
+    auto hold = hold_granted(*last, r);
     auto granted = std::make_unique<mysql_caller_lease>(
         shared_from_this(), session, hold.unlock_sql, hold.token,
         callers_->validity_of_grant(*session, sent));

@@ -1,6 +1,7 @@
 // The uncontended attempt on the caller's thread: a caller-driven session, the same statements
 // as pg_acquire's first attempt, and no thread switch on the way there or back.
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 
@@ -18,8 +19,10 @@ namespace dlock::postgres::detail {
 namespace {
 
 // The statements of the last request a thread attempted, and the release of its last grant: a
-// service takes the same lock again and again, and building their text was most of what dlock
-// added to the instructions of an uncontended cycle (docs/benchmarks.md).
+// service takes the same lock again and again, and building their text was 6.4k of the 16k
+// instructions dlock added to an uncontended cycle (docs/benchmarks.md). Shared, so that the
+// statements an attempt uses live on when something it calls on the same thread (a lost
+// signal's callbacks, run as a broken session is given up) attempts another request.
 struct remembered_statements {
   acquire_request request;
   std::string token_expression;
@@ -31,24 +34,22 @@ struct remembered_statements {
 
   bool remembers(const acquire_request& r, const std::string& token,
                  const owner_records& owners) const {
-    return !attempt.empty() && r.kind == request.kind && r.mode == request.mode &&
+    return r.kind == request.kind && r.mode == request.mode &&
            r.max_count == request.max_count && r.name == request.name &&
            r.owner == request.owner && token == token_expression &&
            owners.table == owners_table;
   }
 };
 
-remembered_statements& remembered(const acquire_request& r, const advisory_key& key,
-                                  const std::string& token, const owner_records& owners) {
-  thread_local remembered_statements last;
-  if (!last.remembers(r, token, owners)) {
-    last = {r,
-            token,
-            owners.table,
-            resource_of(r, key),
-            record_grant_sql(attempt_sql(r, key, token), r, key, owners),
-            std::nullopt,
-            {}};
+std::shared_ptr<remembered_statements> remembered(const acquire_request& r,
+                                                  const advisory_key& key,
+                                                  const std::string& token,
+                                                  const owner_records& owners) {
+  thread_local std::shared_ptr<remembered_statements> last;
+  if (!last || !last->remembers(r, token, owners)) {
+    last = std::make_shared<remembered_statements>(remembered_statements{
+        r, token, owners.table, resource_of(r, key),
+        record_grant_sql(attempt_sql(r, key, token), r, key, owners), std::nullopt, {}});
   }
   return last;
 }
@@ -64,9 +65,9 @@ std::unique_ptr<lease> postgres_backend::attempt_on_caller_session(const acquire
                                                                    int wakeup) {
   check_slot_count(request, max_semaphore_slots);
   const advisory_key key = key_of(request);
-  const remembered_statements& statements = remembered(request, key, token_expression_, owners_);
-  const std::string& resource = statements.resource;
-  const std::string& attempt = statements.attempt;
+  const auto statements = remembered(request, key, token_expression_, owners_);
+  const std::string& resource = statements->resource;
+  const std::string& attempt = statements->attempt;
   for (int tries = 0;; ++tries) {
     std::string why;
     auto session = callers_->check_out(resource, why, wakeup);
@@ -114,15 +115,15 @@ std::unique_ptr<lease> postgres_backend::grant_on_caller_session(
     const acquire_request& request, const advisory_key& key,
     const caller_sessions::session_ptr& session, const std::string& slot, std::uint64_t token,
     std::shared_ptr<const grant_validity> validity) {
-  remembered_statements& statements = remembered(request, key, token_expression_, owners_);
-  if (statements.released_slot != slot) {
-    statements.release =
+  const auto statements = remembered(request, key, token_expression_, owners_);
+  if (statements->released_slot != slot) {
+    statements->release =
         joined(unlock_sql(request, key, slot), forget_grant_sql(request, key, slot, owners_));
-    statements.released_slot = slot;
+    statements->released_slot = slot;
   }
   auto granted = std::make_unique<pg_caller_lease>(shared_from_this(), session,
-                                                   statements.release, token, std::move(validity));
-  granted->attach(callers_->add_grant(*session, {statements.resource, granted->lost_signal()}));
+                                                   statements->release, token, std::move(validity));
+  granted->attach(callers_->add_grant(*session, {statements->resource, granted->lost_signal()}));
   callers_->check_in(session);
   return granted;
 }
