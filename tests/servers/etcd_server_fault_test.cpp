@@ -17,19 +17,29 @@ std::string endpoints_of(const char* variable) {
   return support::etcd_endpoints(support::require_test_server_endpoint(variable));
 }
 
-// Which member (0 to 2, in endpoint order) leads the cluster, from `etcdctl endpoint status`
-// ("endpoint, id, version, db size, is leader, ...", one line per member).
-std::size_t leader_index(const std::string& cluster) {
-  std::istringstream lines(support::etcdctl(cluster, {"endpoint", "status"}));
-  std::string line;
-  for (std::size_t member = 0; std::getline(lines, line); ++member) {
-    std::istringstream fields(line);
-    std::string field;
-    for (int i = 0; i < 5 && std::getline(fields, field, ','); ++i) {
+// The address ("host:port") of the member that leads the cluster, from `etcdctl endpoint
+// status` ("endpoint, id, version, db size, is leader, ...", one line per member that answers);
+// asked again while an election (after the fault tests before) has no leader yet.
+std::string leader_address(const std::string& cluster) {
+  std::string leader;
+  support::wait_until([&] {
+    try {
+      std::istringstream lines(support::etcdctl(cluster, {"endpoint", "status"}));
+      for (std::string line; std::getline(lines, line);) {
+        std::istringstream fields(line);
+        std::string endpoint, field;
+        std::getline(fields, endpoint, ',');
+        for (int i = 1; i < 5 && std::getline(fields, field, ','); ++i) {
+        }
+        if (field == " true") leader = endpoint;
+      }
+    } catch (const std::runtime_error&) {
+      // a member did not answer: ask again
     }
-    if (field == " true") return member;
-  }
-  throw std::runtime_error("no leader in: " + lines.str());
+    return !leader.empty();
+  }, 15s);
+  if (leader.empty()) throw std::runtime_error("no leader in the etcd cluster within 15 s");
+  return leader;
 }
 
 bool answers(const std::string& endpoints) {
@@ -78,7 +88,9 @@ TEST_CASE("with one member paused the etcd cluster serves, and the member catche
   // A follower is paused: a put that a follower forwards to a leader paused meanwhile is
   // dropped, and the member answers only at its request timeout (6 s), after etcdctl's 5 s.
   // Which member leads depends on the fault tests before (a killed leader, a lost quorum).
-  const std::size_t paused = (leader_index(cluster) + 1) % 3;
+  const std::string leader = leader_address(cluster);
+  std::size_t paused = 0;
+  while (address(paused) == leader) ++paused;
   // Written through the two members that answer: a paused member takes a call and never
   // answers it, and etcdctl does not move a call on to another endpoint.
   const std::string answering = address((paused + 1) % 3) + "," + address((paused + 2) % 3);

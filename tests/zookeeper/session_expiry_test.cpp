@@ -178,6 +178,8 @@ TEST_CASE("a waiter with a minimum hold whose session expires while it is cut of
     // release meanwhile tells it nothing. It learns of the expiry only on reconnecting, as
     // every watch of its (its own node's included) hears.
     support::test_servers({"restart", "zookeeper"});
+    // The release goes out once the holder is back in its session (within release_timeout).
+    REQUIRE(wait_until([&] { return queue.holder->health().connected; }, 20s));
     queue.held.release();
     REQUIRE(deleted_in_time(queue.queued.path));
   }
