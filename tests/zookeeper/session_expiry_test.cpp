@@ -18,6 +18,7 @@
 
 #include <dlock/dlock.hpp>
 
+#include "fault_support.hpp"
 #include "min_hold.hpp"
 #include "support.hpp"
 #include "test_servers.hpp"
@@ -26,20 +27,9 @@
 using namespace std::chrono_literals;
 using support::unique_name;
 using support::wait_until;
+using namespace zookeeper_fault;
 
 namespace {
-
-std::string server_url() {
-  return support::require_test_server_endpoint("DLOCK_TEST_ZOOKEEPER");
-}
-
-std::shared_ptr<dlock::zookeeper::provider> provider_with_session(
-    const std::string& base, std::chrono::milliseconds session) {
-  return std::make_shared<dlock::zookeeper::provider>(
-      dlock::zookeeper::options{.hosts = support::zookeeper_hosts(server_url()),
-                                .base_path = base,
-                                .session_timeout = session});
-}
 
 /// Holds a provider's io thread until resumed (at the latest on destruction): its client
 /// neither pings nor reads meanwhile, so its session expires after the session timeout.
@@ -77,7 +67,7 @@ struct waiting_node {
 /// The queue node of the acquire with a minimum hold waiting under `parent`, once it watches
 /// that node (nobody else does); none if that does not happen in time.
 waiting_node watched_waiting_node(const std::string& parent) {
-  support::zookeeper_session observer(support::zookeeper_hosts(server_url()));
+  support::zookeeper_session observer(support::zookeeper_hosts(standalone_url()));
   waiting_node found;
   const bool queued = wait_until(
       [&] {
@@ -87,7 +77,7 @@ waiting_node watched_waiting_node(const std::string& parent) {
         return !found.path.empty();
       },
       10s);
-  const int port = support::endpoint_hosts(server_url()).at(0).port;
+  const int port = support::endpoint_hosts(standalone_url()).at(0).port;
   const auto watched = [&] {
     const auto watches = support::zookeeper_four_letter_word(port, "wchp", 1s);
     return watches && watches->find(found.path) != std::string::npos;
@@ -99,7 +89,7 @@ waiting_node watched_waiting_node(const std::string& parent) {
 
 /// Whether the server deletes `node` (its session expired) within 30 s.
 bool deleted_in_time(const std::string& node) {
-  support::zookeeper_session observer(support::zookeeper_hosts(server_url()));
+  support::zookeeper_session observer(support::zookeeper_hosts(standalone_url()));
   return wait_until([&] { return observer.czxid(node) == -1; }, 30s);
 }
 
@@ -108,8 +98,8 @@ bool deleted_in_time(const std::string& node) {
 struct waiter_behind_holder {
   waiter_behind_holder(const std::string& base_name, std::chrono::milliseconds holder_session)
       : base("/" + unique_name(base_name)),
-        holder(provider_with_session(base, holder_session)),
-        waiter(provider_with_session(base, 4s)),
+        holder(make_zookeeper(standalone_url(), base, holder_session)),
+        waiter(make_zookeeper(standalone_url(), base, 4s)),
         parent(holder->lock_node_path("job")),
         held(holder->create_lock("job").acquire(10s)),
         granted(waiter->create_lock("job").with_min_hold(300ms).async_acquire(
@@ -125,7 +115,7 @@ struct waiter_behind_holder {
     CHECK_FALSE(handle.lost());
     const auto token = static_cast<std::int64_t>(handle.fencing_token());
     CHECK(token > queued.czxid);
-    support::zookeeper_session observer(support::zookeeper_hosts(server_url()));
+    support::zookeeper_session observer(support::zookeeper_hosts(standalone_url()));
     std::string node;
     for (const std::string& child : observer.children(parent)) {
       if (observer.czxid(parent + "/" + child) == token) node = parent + "/" + child;

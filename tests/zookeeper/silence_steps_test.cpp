@@ -13,33 +13,18 @@
 #include <boost/asio/use_future.hpp>
 #include <dlock/dlock.hpp>
 
+#include "fault_support.hpp"
 #include "support.hpp"
 #include "test_servers.hpp"
 #include "timing.hpp"
 #include "zookeeper_client.hpp"
 
 using namespace std::chrono_literals;
+using namespace zookeeper_fault;
 
 namespace {
 
 using steady = std::chrono::steady_clock;
-
-std::shared_ptr<dlock::zookeeper::provider> silence_provider(const std::string& base,
-                                                             std::chrono::milliseconds session) {
-  return std::make_shared<dlock::zookeeper::provider>(dlock::zookeeper::options{
-      .hosts = support::zookeeper_hosts(
-          support::require_test_server_endpoint("DLOCK_TEST_ZOOKEEPER")),
-      .base_path = base,
-      .session_timeout = session});
-}
-
-std::size_t children_of(const std::string& parent) {
-  return support::zookeeper_session(
-             support::zookeeper_hosts(
-                 support::require_test_server_endpoint("DLOCK_TEST_ZOOKEEPER")))
-      .children(parent)
-      .size();
-}
 
 long long millis(steady::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -52,12 +37,12 @@ TEST_CASE("a silent server is noticed 2t/3 after the last answer, a waiter fails
           "[zookeeper][fault][timing]") {
   constexpr auto t = 3000ms;  // the test server takes 1 s to 60 s
   const std::string base = "/" + support::unique_name("dlock-silence-steps");
-  auto holding = silence_provider(base, t);
-  auto waiting_provider = silence_provider(base, t);
+  auto holding = make_zookeeper(standalone_url(), base, t);
+  auto waiting_provider = make_zookeeper(standalone_url(), base, t);
   auto held = holding->create_lock("x").acquire(10s);
   auto waiting =
       waiting_provider->create_lock("x").async_acquire(60s, {}, boost::asio::use_future);
-  REQUIRE(support::wait_until([&] { return children_of(holding->lock_node_path("x")) == 2; }));
+  REQUIRE(support::wait_until([&] { return child_count(holding->lock_node_path("x")) == 2; }));
 
   // Each provider notices the silence by its own session's clock.
   steady::time_point paused_at, noticed_at, waiter_noticed_at, waiter_failed_at, lost_at;

@@ -16,6 +16,7 @@
 #include <dlock/dlock.hpp>
 
 #include "support.hpp"
+#include "fault_support.hpp"
 #include "test_servers.hpp"
 #include "zookeeper_client.hpp"
 // The one test-only seam of the backend (off by default), to lose a create's answer.
@@ -24,22 +25,9 @@
 using namespace std::chrono_literals;
 using support::unique_name;
 using support::wait_until;
+using namespace zookeeper_fault;
 
 namespace {
-
-std::string standalone_url() {
-  return support::require_test_server_endpoint("DLOCK_TEST_ZOOKEEPER");
-}
-std::string ensemble_url() {
-  return support::require_test_server_endpoint("DLOCK_TEST_ZOOKEEPER_ENSEMBLE");
-}
-
-std::shared_ptr<dlock::zookeeper::provider> make_zookeeper(const std::string& url,
-                                                           const std::string& base,
-                                                           std::chrono::milliseconds session) {
-  return std::make_shared<dlock::zookeeper::provider>(dlock::zookeeper::options{
-      .hosts = support::zookeeper_hosts(url), .base_path = base, .session_timeout = session});
-}
 
 /// A helper process holding the lock `name` under `base` with a 2 s session.
 struct helper_holder {
@@ -82,13 +70,6 @@ using clock = std::chrono::steady_clock;
 /// The session timeout of the providers that a silent server cuts off: short, so the tests are
 /// quick, and long enough that a resume right after their acquires fail finds them alive.
 constexpr auto session_timeout = 6s;
-
-/// The number of children of `parent` on the standalone server, read in a fresh session.
-std::size_t child_count(const std::string& parent) {
-  return support::zookeeper_session(support::zookeeper_hosts(standalone_url()))
-      .children(parent)
-      .size();
-}
 
 /// Prints a measured figure (docs/zookeeper.md quotes them; ctest -V shows them).
 void report_figure(const char* what, std::chrono::steady_clock::duration took) {
