@@ -1,7 +1,9 @@
 // The nemesis over real partitions: two workers of each workload reach the backend over path A,
 // two over path B, which stays up; the nemesis aims at holders: it cuts off and heals path A
-// when the holder it aims at is on it, and pauses and kills holders. The checker
-// (support/history.hpp) then judges the whole history.
+// when the holder it aims at is on it, pauses and kills holders, and twice restarts one of the
+// backend's servers while a worker holds. The checker (support/history.hpp) then judges the
+// whole history: a restart excuses no overlap, so a grant must outlive it or its holder must
+// be told lost.
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -13,8 +15,8 @@
 
 using support::net_path;
 
-TEST_CASE("locks, reader-writer locks and semaphores under a nemesis of cuts, pauses and kills "
-          "aimed at their holders keep their models",
+TEST_CASE("locks, reader-writer locks and semaphores under a nemesis of cuts, pauses, kills and "
+          "server restarts aimed at their holders keep their models",
           "[partition][nemesis]") {
   const partition::backend_case& backend = partition::backend();
   support::partition_servers set;
@@ -50,13 +52,23 @@ TEST_CASE("locks, reader-writer locks and semaphores under a nemesis of cuts, pa
     }
     return true;
   };
+  // Twice a run, a server of the backend restarts under a holder (one member of a quorum).
+  plan.restarts = 2;
+  plan.restart_server = [&](std::mt19937& random) {
+    const std::string& server = backend.servers[random() % backend.servers.size()];
+    set.restart(server);
+    return server;
+  };
   const auto history = support::read_history(support::run_nemesis(dir.path(), plan));
   const auto verdict = support::check_fenced_mutex(history);
   const auto reader_writer = support::check_reader_writer(history);
   const auto slots = support::check_semaphore(history, 2);
-  const auto faults = support::judge_faults(history, {.min_landed = 5});
+  const auto faults = support::judge_faults(history, {.min_landed = 5, .min_landed_restarts = 1});
   WARN(backend.name << ": " << faults.faults << " faults, " << faults.landed
-                    << " inside a section (" << faults.landed_kills << " kills), "
+                    << " inside a section (" << faults.landed_kills << " kills, "
+                    << faults.landed_restarts << " of " << faults.restarts
+                    << " server restarts; sections across one: " << faults.held_across_restart
+                    << " held, " << faults.lost_across_restart << " told lost), "
                     << faults.refusals << " steps refused; sections: " << verdict.sections
                     << " lock, " << reader_writer.sections << " read or write, "
                     << slots.sections << " slot");

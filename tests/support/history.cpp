@@ -28,7 +28,7 @@ void append_history_line(const std::filesystem::path& path, const std::string& l
 }
 
 history history::only(std::initializer_list<hold> kinds) const {
-  history selected{.faults = faults};
+  history selected{.faults = faults, .restarts = restarts};
   for (const section& s : sections) {
     if (std::find(kinds.begin(), kinds.end(), s.kind) != kinds.end()) {
       selected.sections.push_back(s);
@@ -105,6 +105,10 @@ history read_history(const std::filesystem::path& path) {
       fault_interval f;
       ok = static_cast<bool>(line >> f.pid >> f.from >> f.to);
       h.faults.push_back(f);
+    } else if (kind == "R") {
+      server_restart r;
+      ok = line >> r.from >> r.to >> r.server && r.from <= r.to;
+      h.restarts.push_back(r);
     } else if (kind == "K" || kind == "X") {
       fault_interval f{.to = INT64_MAX, .kind = kind[0]};
       ok = static_cast<bool>(line >> f.pid >> f.from);

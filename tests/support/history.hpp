@@ -13,6 +13,9 @@
 //   P <pid> <from> <to>     the nemesis stopped the process (SIGSTOP) from..to
 //   K <pid> <at>            the nemesis killed the process (SIGKILL)
 //   X <pid> <at> <what>     partition or other fault affecting that process from <at> (free text)
+//   R <from> <to> <server>  the nemesis restarted a server the workers use, from..to. It is no
+//                           process's fault and excuses no overlap: a grant either outlives
+//                           the restart or its holder is told lost.
 // <hold> is lock (the default), read or write (a reader-writer lock's) or slot (a semaphore's).
 //
 // The invariants, each judged on the sections of one name (a run may work on several names at
@@ -69,9 +72,15 @@ struct fault_interval {
   char kind = 'P';                ///< the log line's letter: P, K or X
 };
 
+struct server_restart {
+  std::int64_t from = 0, to = 0;
+  std::string server;
+};
+
 struct history {
   std::vector<section> sections;
   std::vector<fault_interval> faults;
+  std::vector<server_restart> restarts;
 
   /// The sections of these kinds (one name's, in a run over several), with every fault.
   history only(std::initializer_list<hold> kinds) const;
@@ -112,6 +121,8 @@ struct fault_expectations {
   /// The backend's lease (nullopt where a paused holder keeps its grant: files). When a lock
   /// or write section was paused longer than this, at least one step must have been refused.
   std::optional<std::int64_t> lease_ns;
+  /// Fewer server restarts landed inside a section than this fails the run.
+  std::size_t min_landed_restarts = 0;
 };
 
 struct fault_figures {
@@ -120,10 +131,15 @@ struct fault_figures {
   std::size_t landed_kills = 0;
   std::size_t paused_past_lease = 0;  ///< lock and write sections paused longer than the lease
   std::size_t refusals = 0;           ///< sections the fenced store refused a step of
+  std::size_t restarts = 0;           ///< server restarts (also counted in faults)
+  std::size_t landed_restarts = 0;    ///< ... begun while a section was open (also in landed)
+  std::size_t held_across_restart = 0;  ///< sections spanning a restart, not told lost
+  std::size_t lost_across_restart = 0;  ///< sections spanning a restart, told lost
   std::vector<std::string> violations;
 };
 
-/// Counts the faults that landed and the refusals, and holds them to `expected`.
+/// Counts the faults that landed, the refusals and what restarts did to the sections they
+/// struck, and holds them to `expected`.
 fault_figures judge_faults(const history& h, const fault_expectations& expected);
 
 }  // namespace support

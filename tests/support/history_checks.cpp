@@ -185,7 +185,20 @@ fault_figures judge_faults(const history& h, const fault_expectations& expected)
     figures.landed += landed ? 1 : 0;
     figures.landed_kills += landed && f.kind == 'K' ? 1 : 0;
   }
+  figures.restarts = h.restarts.size();
+  for (const server_restart& r : h.restarts) {
+    figures.landed_restarts +=
+        std::any_of(h.sections.begin(), h.sections.end(), [&](const section& s) {
+          return s.begin <= r.from && r.from <= s.end;
+        }) ? 1 : 0;
+  }
+  figures.faults += figures.restarts;
+  figures.landed += figures.landed_restarts;
   for (const section& s : h.sections) {
+    const auto spans = [&](const server_restart& r) { return s.begin <= r.from && r.to <= s.end; };
+    if (!s.killed && std::any_of(h.restarts.begin(), h.restarts.end(), spans)) {
+      ++(s.lost ? figures.lost_across_restart : figures.held_across_restart);
+    }
     figures.refusals += s.refused() ? 1 : 0;
     if (!expected.lease_ns || (s.kind != hold::lock && s.kind != hold::write)) continue;
     figures.paused_past_lease += std::any_of(h.faults.begin(), h.faults.end(), [&](const auto& f) {
@@ -199,6 +212,12 @@ fault_figures judge_faults(const history& h, const fault_expectations& expected)
                                  " faults landed inside a section (at least " +
                                  std::to_string(expected.min_landed) + " wanted): the run "
                                  "proves nothing");
+  }
+  if (figures.landed_restarts < expected.min_landed_restarts) {
+    figures.violations.push_back("only " + std::to_string(figures.landed_restarts) + " of " +
+                                 std::to_string(figures.restarts) +
+                                 " server restarts landed inside a section (at least " +
+                                 std::to_string(expected.min_landed_restarts) + " wanted)");
   }
   if (figures.paused_past_lease > 0 && figures.refusals == 0) {
     figures.violations.push_back(std::to_string(figures.paused_past_lease) +

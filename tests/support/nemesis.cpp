@@ -133,6 +133,19 @@ class nemesis {
     pause(victim);
   }
 
+  /// Restarts a server while a worker holds, once the next restart's time has come.
+  void restart_when_due(steady::time_point faults_end) {
+    if (restarts_done_ >= plan_.restarts || !plan_.restart_server) return;
+    const auto window = faults_end - (start_ + 500ms);
+    const auto due = start_ + 500ms + window * (restarts_done_ + 1) / (plan_.restarts + 1);
+    if (steady::now() < due || !pick_holder()) return;
+    const std::int64_t from = monotonic_ns();
+    const std::string server = plan_.restart_server(random_);
+    append_history_line(log_, "R " + std::to_string(from) + " " +
+                                  std::to_string(monotonic_ns()) + " " + server);
+    ++restarts_done_;
+  }
+
   // Faults stop early enough that the longest pause ends a second before the workers do.
   void run_at_holders() {
     const auto longest = (plan_.lease ? *plan_.lease + 1500ms : 2000ms) + 1s;
@@ -146,6 +159,7 @@ class nemesis {
         any_paused = any_paused || worker.paused_until.has_value();
       }
       if (now >= faults_end && !any_paused) return;
+      if (now < faults_end) restart_when_due(faults_end);
       if (now < faults_end && now >= next) {
         if (const auto victim = pick_holder()) {
           strike(*victim);
@@ -176,6 +190,7 @@ class nemesis {
   steady::time_point start_ = steady::now();
   std::vector<worker_slot> workers_;
   std::mt19937 random_;
+  int restarts_done_ = 0;
 };
 
 }  // namespace

@@ -1,7 +1,7 @@
 // A nemesis run: worker processes (dlock-test-helper nemesis-worker, nemesis_worker.hpp) take
 // locks, reader-writer locks or semaphores' slots again and again while the nemesis pauses and
-// kills them and, when given one, applies a fault of the caller's (a network partition). The
-// history it leaves is judged by history.hpp's checkers.
+// kills them and, when given them, applies a fault of the caller's (a network partition) and
+// restarts the backend's servers. The history it leaves is judged by history.hpp's checkers.
 //
 // The faults are aimed at holders: sections last 100 ms to 2 s, and every fault strikes a
 // process inside one (the nemesis follows the workers' B and S lines in the log), pauses
@@ -45,6 +45,11 @@ struct nemesis_plan {
   std::function<bool(std::mt19937&, const std::filesystem::path&, const std::vector<pid_t>&,
                      std::size_t)>
       extra_fault;
+  /// Restarts one of the backend's servers and returns its name. The nemesis calls it
+  /// `restarts` times, spread over the run, each while a worker holds, and logs an R line.
+  /// Only for servers no other test uses meanwhile (the partition set's).
+  std::function<std::string(std::mt19937&)> restart_server;
+  int restarts = 0;
 };
 
 /// Runs the plan in `directory` and returns the path of the history log. Fails the test

@@ -96,6 +96,10 @@ void partition_servers::heal(const std::vector<std::string>& servers, net_path p
 
 void partition_servers::heal_all() { run_partition_command({"heal-all"}); }
 
+void partition_servers::restart(std::string_view server) {
+  run_partition_command({"restart", std::string(server)});
+}
+
 // One command for all the servers: one server after another, each its own run of the script,
 // took seconds on a loaded CI machine, and a quorum backend's waiters then failed (their bound
 // counted from the second cut) before the last cut was even made.

@@ -65,6 +65,10 @@ class partition_servers {
   /// Restores every cut path of the set.
   void heal_all();
 
+  /// Stops `server` and starts it again on its port and data, returning once it answers.
+  /// Throws std::runtime_error with the script's output when it does not come back.
+  void restart(std::string_view server);
+
  private:
   std::filesystem::path endpoints_;
 };

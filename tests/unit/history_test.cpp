@@ -186,3 +186,41 @@ TEST_CASE("the token checker orders a reader after a writer, not two readers adm
   REQUIRE(v.violations.size() == 1);
   CHECK_THAT(v.violations[0], Catch::Contains("went back"));
 }
+
+TEST_CASE("a server restart excuses no overlap, and the fault judge counts what it struck",
+          "[core][checker]") {
+  support::temp_directory dir;
+  const auto log = dir.path() / "history.log";
+  support::append_history_line(log, "S 1 10 0 50 0 1 0 lock");   // held across the restart
+  support::append_history_line(log, "S 2 11 40 90 1 1 1 lock");  // across it, told lost
+  support::append_history_line(log, "R 20 30 redis");
+  support::append_history_line(log, "R 95 99 redis");            // while nobody held
+  const history h = support::read_history(log);
+  REQUIRE(h.restarts.size() == 2);
+  CHECK(h.restarts[0].server == "redis");
+
+  const auto figures = support::judge_faults(h, {.min_landed = 1, .min_landed_restarts = 1});
+  CHECK(figures.restarts == 2);
+  CHECK(figures.landed_restarts == 1);
+  CHECK(figures.held_across_restart == 1);
+  CHECK(figures.lost_across_restart == 0);
+  CHECK(figures.violations.empty());
+  const auto wanting = support::judge_faults(h, {.min_landed = 1, .min_landed_restarts = 2});
+  REQUIRE(wanting.violations.size() == 1);
+  CHECK_THAT(wanting.violations[0], Catch::Contains("only 1 of 2 server restarts landed"));
+
+  // Neither holder of the overlap [40, 50] was told lost or faulted: the restart is no excuse.
+  history overlapping = h;
+  overlapping.sections[1].lost = false;
+  const auto v = check_fenced_mutex(overlapping);
+  REQUIRE(v.violations.size() == 1);
+  CHECK_THAT(v.violations[0], Catch::Contains("two holders at once"));
+  CHECK(check_fenced_mutex(h).violations.empty());  // pid 2 was told lost
+}
+
+TEST_CASE("a malformed restart line names itself", "[core][checker]") {
+  support::temp_directory dir;
+  const auto log = dir.path() / "history.log";
+  support::append_history_line(log, "R 30 20 redis");  // ends before it begins
+  CHECK_THROWS_WITH(support::read_history(log), Catch::Contains("malformed 'R 30 20 redis'"));
+}
