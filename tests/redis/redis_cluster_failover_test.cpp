@@ -144,7 +144,7 @@ TEST_CASE("a master killed while a lock is held and waited for: the holder is ke
     return counted && counted->size() == 2 && (*counted)[1] == "1";
   }));
   // The case of a replica that had everything (an acknowledged write lost with its master is
-  // the replication lag docs/redis.md describes, not what this case is about).
+  // the replication lag docs/redis-deployments.md describes, not what this case is about).
   REQUIRE(support::wait_until([&] { return caught_up(replica, master); }));
 
   support::undo_test_servers_fault restart({"restart", master_id});

@@ -99,7 +99,7 @@ struct options {
   std::vector<server> servers;
   /// The servers are seed nodes of one Redis Cluster (a `redis+cluster://` URL), not RedLock's
   /// independent servers: the slot map is asked of them, and each name lives on the master of
-  /// its hash slot (docs/redis.md, "Cluster"). Not with Unix sockets, a database other than 0,
+  /// its hash slot (docs/redis-deployments.md, "Cluster"). Not with Unix sockets, a database other than 0,
   /// or plain_keys.
   bool cluster = false;
   /// TLS to every server; off by default.

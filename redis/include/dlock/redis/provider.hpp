@@ -3,7 +3,8 @@
 //
 // A grant is a key with a random token and an expiry that one watchdog per provider extends
 // while the handle lives; a fencing counter beside it issues the fencing token; waiters wake
-// on a PUBLISH made by the release. docs/redis.md describes keys, scripts, RedLock and faults.
+// on a PUBLISH made by the release. docs/redis.md describes keys, scripts and faults;
+// docs/redis-deployments.md TLS, Cluster, RedLock and Sentinel.
 #pragma once
 
 #include <memory>
