@@ -18,7 +18,7 @@ struct on_the_callers_thread {
   template <typename Backend, typename Session>
   static std::string now(const std::shared_ptr<Backend>& backend,
                          const std::shared_ptr<Session>& session, std::uint64_t grant_id,
-                         const std::string& unlock_sql) {
+                         const std::string& unlock_sql, const std::string& /*name*/) {
     return backend->callers().release(session, grant_id, unlock_sql,
                                       backend->settings().release_timeout);
   }

@@ -247,7 +247,7 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
     {
       std::unique_lock lock(mutex_);
       if (!returned_.wait_until(lock, deadline, [&] { return !s->in_use || s->broken; })) {
-        return "no answer to the release in time";
+        return "no answer to the release within release_timeout";
       }
       if (s->broken) {
         s->grants.erase(grant_id);
@@ -268,7 +268,7 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
     // An unlock that failed may leave the lock held by the session: ending it frees it.
     give_up(s);
     if (!r.connection_broken) return r.message;
-    if (std::chrono::steady_clock::now() >= deadline) return "no answer to the release in time";
+    if (std::chrono::steady_clock::now() >= deadline) return "no answer to the release within release_timeout";
     return {};
   }
 

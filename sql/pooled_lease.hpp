@@ -22,10 +22,10 @@ struct through_the_pool {
   template <typename Backend, typename Session>
   static std::string now(const std::shared_ptr<Backend>& backend,
                          const std::shared_ptr<Session>& session, std::uint64_t grant_id,
-                         const std::string& unlock_sql) {
+                         const std::string& unlock_sql, const std::string& name) {
     return call_and_wait<std::string>(
         backend->executor(), backend->settings().release_timeout,
-        backend->message("no answer to the release in time"),
+        backend->message("no answer to the release within release_timeout", name),
         [backend, session, grant_id, unlock_sql](const blocking_reply<std::string>& reply) {
           backend->sessions().release_grant(
               session, grant_id, unlock_sql,

@@ -20,18 +20,20 @@ namespace dlock {
 /// (as a destructor's does).
 ///
 /// `Backend` is a dlock::backend with settings().release_timeout. `Return` says how the
-/// session gives a grant back: Return::now(backend, session, grant_id, unlock_sql) waits and
-/// returns the error (empty on success); Return::later(backend, session, grant_id, unlock_sql,
-/// failed) does not wait and reports an error to `failed`.
+/// session gives a grant back: Return::now(backend, session, grant_id, unlock_sql, name) waits
+/// and returns the error (empty on success), or throws connection_error naming the lock;
+/// Return::later(backend, session, grant_id, unlock_sql, failed) does not wait and reports an
+/// error to `failed`.
 template <typename Backend, typename Session, typename Return>
 class session_lease final : public lease {
  public:
   /// `validity` is the session's: until when its server is known to keep the grant.
+  /// `name` is the lock's, for the errors of its release.
   session_lease(std::shared_ptr<Backend> backend, std::shared_ptr<Session> session,
-                std::string unlock_sql, std::uint64_t fencing_token,
+                std::string name, std::string unlock_sql, std::uint64_t fencing_token,
                 std::shared_ptr<const grant_validity> validity)
       : lease(fencing_token, std::move(validity)), backend_(std::move(backend)),
-        session_(std::move(session)),
+        session_(std::move(session)), name_(std::move(name)),
         unlock_sql_(std::move(unlock_sql)) {}
   ~session_lease() override {
     if (!released_) release_in_background();
@@ -51,8 +53,10 @@ class session_lease final : public lease {
       release_in_background();
       return;
     }
-    const std::string error = Return::now(backend_, session_, grant_id_, unlock_sql_);
-    if (!error.empty()) throw connection_error(backend_->message("release failed: " + error));
+    const std::string error = Return::now(backend_, session_, grant_id_, unlock_sql_, name_);
+    if (!error.empty()) {
+      throw connection_error(backend_->message("release failed: " + error, name_));
+    }
   }
 
  private:
@@ -61,9 +65,9 @@ class session_lease final : public lease {
     released_ = true;
     try {
       Return::later(backend_, session_, grant_id_, unlock_sql_,
-                    [backend = backend_](const std::string& error) {
+                    [backend = backend_, name = name_](const std::string& error) {
                       backend->events().background_error(std::make_exception_ptr(
-                          connection_error(backend->message("release failed: " + error))));
+                          connection_error(backend->message("release failed: " + error, name))));
                     });
     } catch (...) {
       backend_->events().background_error(std::current_exception());
@@ -72,6 +76,7 @@ class session_lease final : public lease {
 
   std::shared_ptr<Backend> backend_;
   std::shared_ptr<Session> session_;
+  std::string name_;
   std::string unlock_sql_;
   std::uint64_t grant_id_ = 0;
   bool released_ = false;

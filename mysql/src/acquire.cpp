@@ -111,8 +111,8 @@ granted_hold granted_by(const acquire_request& r, const statement_settings& sett
 // The grant that `granting` answered (its slot, then its token), booked on the session.
 std::unique_ptr<lease> mysql_acquire::booked(const query_result& granting) {
   auto hold = granted_by(request_, backend_->statements(), granting);
-  auto granted = std::make_unique<mysql_lease>(backend_, session_, hold.unlock_sql, hold.token,
-                                               grant_validity_now());
+  auto granted = std::make_unique<mysql_lease>(backend_, session_, request_.name, hold.unlock_sql,
+                                               hold.token, grant_validity_now());
   hold.grant.lost = granted->lost_signal();
   granted->attach(backend_->sessions().add_grant(*session_, std::move(hold.grant)));
   return granted;

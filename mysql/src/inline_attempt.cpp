@@ -115,7 +115,7 @@ std::unique_ptr<lease> mysql_backend::try_acquire_inline(const acquire_request& 
     }
     auto hold = hold_granted(*last, r);
     auto granted = std::make_unique<mysql_caller_lease>(
-        shared_from_this(), session, hold.unlock_sql, hold.token,
+        shared_from_this(), session, request.name, hold.unlock_sql, hold.token,
         callers_->validity_of_grant(*session, sent));
     hold.grant.lost = granted->lost_signal();
     granted->attach(callers_->add_grant(*session, std::move(hold.grant)));

@@ -124,7 +124,7 @@ void pg_acquire::attempted(query_result r, bool on_own_session) {
 
 std::unique_ptr<lease> pg_acquire::booked(const std::string& slot, std::uint64_t token) {
   auto granted = std::make_unique<pg_lease>(
-      backend_, session_,
+      backend_, session_, request_.name,
       joined(unlock_sql(request_, key_, slot),
              forget_grant_sql(request_, key_, slot, backend_->owners())),
       token, grant_validity_now());

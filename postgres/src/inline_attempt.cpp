@@ -121,7 +121,7 @@ std::unique_ptr<lease> postgres_backend::grant_on_caller_session(
         joined(unlock_sql(request, key, slot), forget_grant_sql(request, key, slot, owners_));
     statements->released_slot = slot;
   }
-  auto granted = std::make_unique<pg_caller_lease>(shared_from_this(), session,
+  auto granted = std::make_unique<pg_caller_lease>(shared_from_this(), session, request.name,
                                                    statements->release, token, std::move(validity));
   granted->attach(callers_->add_grant(*session, {statements->resource, granted->lost_signal()}));
   callers_->check_in(session);

@@ -272,7 +272,7 @@ void redis_backend::release(const std::shared_ptr<held_grant>& grant, bool wait)
   }
   call_and_wait<bool>(
       network_->executor(), options_.release_timeout,
-      message("no answer to the release", grant->name),
+      message("no answer to the release within release_timeout", grant->name),
       [this, grant](const blocking_reply<bool>& reply) {
         // Settles once a majority confirmed (a semaphore's: once every node answered): a
         // silent node is retried behind the caller's back until the grant would have expired

@@ -46,6 +46,17 @@ class backend_fixture {
     return leased.lease ? dlock::make_provider(leased.url) : nullptr;
   }
 
+  /// A new provider whose release() waits at most `timeout` for the backend: url() with the
+  /// option release_timeout, which every networked backend has; make_provider() where a release
+  /// never waits for another thread (files, memory).
+  virtual std::shared_ptr<dlock::provider> make_provider_with_release_timeout(
+      std::chrono::milliseconds timeout) {
+    const std::string base = url();
+    const char separator = base.find('?') == std::string::npos ? '?' : '&';
+    return dlock::make_provider(base + separator + "release_timeout=" +
+                                std::to_string(timeout.count()) + "ms");
+  }
+
   /// Takes the held lock, or reader-writer lock (read, write or upgradeable read), `name` away
   /// behind its holder's back (removes or replaces the lock file, deletes the keys or nodes,
   /// kills the session), as an operator or a fault would.

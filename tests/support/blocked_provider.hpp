@@ -16,6 +16,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include <dlock/core/backend/lease.hpp>
@@ -47,6 +48,7 @@ class acquire_end_blocker final : public dlock::metrics_sink {
   void extension_failed(std::string_view) noexcept override {}
   void reconnected(std::string_view) noexcept override {}
 
+  const std::string& name() const noexcept { return name_; }
   bool blocking() const noexcept { return blocking_; }
   void let_go() noexcept {
     let_go_ = true;
@@ -57,6 +59,55 @@ class acquire_end_blocker final : public dlock::metrics_sink {
   std::string name_;
   std::atomic<bool> blocking_{false};
   std::atomic<bool> let_go_{false};
+};
+
+/// Blocks the provider's thread that completes acquires, from construction until let_go() or
+/// destruction: an async try_acquire of a name of its own, whose end the metrics sink holds.
+/// The acquire is started from a thread of this object's, so that a backend that completes it
+/// on the starting thread (memory, files) blocks that one, not the test's. Whatever fails, the
+/// thread goes on at destruction, or the provider could never shut down.
+class blocked_provider_thread {
+ public:
+  explicit blocked_provider_thread(dlock::provider& provider)
+      : provider_(provider),
+        blocker_(std::make_shared<acquire_end_blocker>(unique_name("blocker"))) {
+    using namespace std::chrono_literals;
+    provider_.set_metrics_sink(blocker_);
+    starter_ = std::thread([this, ended = ended_] {
+      provider_.create_lock(blocker_->name())
+          .async_try_acquire(0s, {}, [ended](std::exception_ptr,
+                                             std::optional<dlock::lock_handle>) {
+            ended->set_value();
+          });
+    });
+    if (!wait_until([&] { return blocker_->blocking(); }, 10s)) {
+      let_go();
+      FAIL("the provider never reported the end of the blocking acquire");
+    }
+  }
+  ~blocked_provider_thread() {
+    let_go();
+    provider_.set_metrics_sink(nullptr);
+  }
+  blocked_provider_thread(const blocked_provider_thread&) = delete;
+  blocked_provider_thread& operator=(const blocked_provider_thread&) = delete;
+
+  bool blocking() const noexcept { return blocker_->blocking(); }
+
+  /// Lets the thread go; returns whether the blocking acquire then ended within 10 s.
+  bool let_go() {
+    using namespace std::chrono_literals;
+    blocker_->let_go();
+    if (starter_.joinable()) starter_.join();
+    return ended_future_.wait_for(10s) == std::future_status::ready;
+  }
+
+ private:
+  dlock::provider& provider_;
+  std::shared_ptr<acquire_end_blocker> blocker_;
+  std::shared_ptr<std::promise<void>> ended_ = std::make_shared<std::promise<void>>();
+  std::shared_future<void> ended_future_ = ended_->get_future().share();
+  std::thread starter_;
 };
 
 /// How a test holds a grant of `provider` under `name`: a lock, a write lock, ...
@@ -88,21 +139,7 @@ inline void check_lost_by_clock_while_blocked(dlock::provider& provider,
   using namespace std::chrono_literals;
   using steady = std::chrono::steady_clock;
   dlock::lock_handle held = hold(provider, unique_name("held"));
-  const std::string blocker_name = unique_name("blocker");
-  auto blocker = std::make_shared<acquire_end_blocker>(blocker_name);
-  // Whatever fails below, the thread goes on, or the provider could never shut down.
-  struct let_go_at_exit {
-    acquire_end_blocker& blocker;
-    ~let_go_at_exit() { blocker.let_go(); }
-  } unblock_anyway{*blocker};
-  provider.set_metrics_sink(blocker);
-  auto blocked_acquire_ended = std::make_shared<std::promise<void>>();
-  provider.create_lock(blocker_name)
-      .async_try_acquire(0s, {}, [blocked_acquire_ended](std::exception_ptr,
-                                                        std::optional<dlock::lock_handle>) {
-        blocked_acquire_ended->set_value();
-      });
-  REQUIRE(wait_until([&] { return blocker->blocking(); }, 10s));
+  blocked_provider_thread blocked(provider);
 
   // Renewals are confirmed on the blocked thread: the validity stays where it is now.
   const steady::time_point until = dlock::granted_lease(held)->valid_until();
@@ -114,7 +151,7 @@ inline void check_lost_by_clock_while_blocked(dlock::provider& provider,
   std::atomic<steady::rep> callback_ran_at{0};
   std::atomic<bool> ran_while_blocked{false};
   held.on_lost([&] {
-    ran_while_blocked = blocker->blocking();
+    ran_while_blocked = blocked.blocking();
     callback_ran_at = steady::now().time_since_epoch().count();
   });
   if (steady::now() < until) CHECK(held.held());
@@ -123,7 +160,7 @@ inline void check_lost_by_clock_while_blocked(dlock::provider& provider,
                      std::chrono::duration_cast<std::chrono::milliseconds>(until - steady::now()) +
                          10s));
   CHECK(held.lost());
-  CHECK(blocker->blocking());
+  CHECK(blocked.blocking());
   CHECK(ran_while_blocked);
   const auto token_stopped = steady::time_point(steady::duration(token_stopped_at));
   const auto callback_ran = steady::time_point(steady::duration(callback_ran_at));
@@ -136,9 +173,7 @@ inline void check_lost_by_clock_while_blocked(dlock::provider& provider,
             << ms(token_stopped - until).count() << " ms and on_lost ran "
             << ms(callback_ran - until).count() << " ms after the validity's end\n";
 
-  blocker->let_go();
-  CHECK(blocked_acquire_ended->get_future().wait_for(10s) == std::future_status::ready);
-  provider.set_metrics_sink(nullptr);
+  CHECK(blocked.let_go());
 }
 
 }  // namespace support

@@ -133,8 +133,9 @@ struct fault_figures {
   std::size_t refusals = 0;           ///< sections the fenced store refused a step of
   std::size_t restarts = 0;           ///< server restarts (also counted in faults)
   std::size_t landed_restarts = 0;    ///< ... begun while a section was open (also in landed)
-  std::size_t held_across_restart = 0;  ///< sections spanning a restart, not told lost
-  std::size_t lost_across_restart = 0;  ///< sections spanning a restart, told lost
+  /// Sections spanning a restart whose process the nemesis left alone: not told lost, told lost.
+  std::size_t held_across_restart = 0;
+  std::size_t lost_across_restart = 0;
   std::vector<std::string> violations;
 };
 

@@ -27,12 +27,14 @@ std::string describe(const section& s) {
          std::to_string(s.end) + "]";
 }
 
-bool faulted_during(const history& h, const section& s) {
-  if (s.lost) return true;
+/// Whether the nemesis paused, killed or cut off the section's process during it.
+bool struck_during(const history& h, const section& s) {
   return std::any_of(h.faults.begin(), h.faults.end(), [&](const fault_interval& f) {
     return f.pid == s.pid && f.from <= s.end && f.to >= s.begin;
   });
 }
+
+bool faulted_during(const history& h, const section& s) { return s.lost || struck_during(h, s); }
 
 std::vector<section> sorted_by_begin(const history& h) {
   std::vector<section> by_begin = h.sections;
@@ -196,7 +198,7 @@ fault_figures judge_faults(const history& h, const fault_expectations& expected)
   figures.landed += figures.landed_restarts;
   for (const section& s : h.sections) {
     const auto spans = [&](const server_restart& r) { return s.begin <= r.from && r.to <= s.end; };
-    if (!s.killed && std::any_of(h.restarts.begin(), h.restarts.end(), spans)) {
+    if (!struck_during(h, s) && std::any_of(h.restarts.begin(), h.restarts.end(), spans)) {
       ++(s.lost ? figures.lost_across_restart : figures.held_across_restart);
     }
     figures.refusals += s.refused() ? 1 : 0;

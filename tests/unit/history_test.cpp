@@ -193,6 +193,8 @@ TEST_CASE("a server restart excuses no overlap, and the fault judge counts what 
   const auto log = dir.path() / "history.log";
   support::append_history_line(log, "S 1 10 0 50 0 1 0 lock");   // held across the restart
   support::append_history_line(log, "S 2 11 40 90 1 1 1 lock");  // across it, told lost
+  support::append_history_line(log, "S 3 12 0 50 - - 0 slot");    // across, but paused: not counted
+  support::append_history_line(log, "P 3 25 28");
   support::append_history_line(log, "R 20 30 redis");
   support::append_history_line(log, "R 95 99 redis");            // while nobody held
   const history h = support::read_history(log);
@@ -200,6 +202,7 @@ TEST_CASE("a server restart excuses no overlap, and the fault judge counts what 
   CHECK(h.restarts[0].server == "redis");
 
   const auto figures = support::judge_faults(h, {.min_landed = 1, .min_landed_restarts = 1});
+  CHECK(figures.faults == 3);
   CHECK(figures.restarts == 2);
   CHECK(figures.landed_restarts == 1);
   CHECK(figures.held_across_restart == 1);

@@ -70,6 +70,12 @@ class file_fixture final : public backend_fixture {
 
   std::string url() const override { return "file://" + directory_.path().string(); }
 
+  // A release unlocks on the caller's thread: it never waits for another.
+  std::shared_ptr<dlock::provider> make_provider_with_release_timeout(
+      std::chrono::milliseconds) override {
+    return make_provider();
+  }
+
   void break_lock(const std::string& name) override {
     dlock::file::provider files({.directory = directory_.path()});
     replace_file(files.lock_file_path(name));

@@ -20,6 +20,12 @@ class memory_fixture final : public backend_fixture {
 
   std::string url() const override { return "memory:///" + domain_; }
 
+  // A release unlocks on the caller's thread: it never waits for another.
+  std::shared_ptr<dlock::provider> make_provider_with_release_timeout(
+      std::chrono::milliseconds) override {
+    return make_provider();
+  }
+
   void break_lock(const std::string& name) override {
     dlock::memory::provider(dlock::memory::options{.domain = domain_}).break_lock(name);  // dlock::provider's
   }
