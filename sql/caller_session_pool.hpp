@@ -268,7 +268,9 @@ class caller_session_pool : public std::enable_shared_from_this<caller_session_p
     // An unlock that failed may leave the lock held by the session: ending it frees it.
     give_up(s);
     if (!r.connection_broken) return r.message;
-    if (std::chrono::steady_clock::now() >= deadline) return "no answer to the release within release_timeout";
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return "no answer to the release within release_timeout";
+    }
     return {};
   }
 

@@ -3,11 +3,15 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
+#include <exception>
 #include <fstream>
+#include <functional>
 #include <memory>
-#include <set>
+#include <map>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "history.hpp"
 #include "support.hpp"
@@ -25,7 +29,8 @@ class holder_watch {
  public:
   explicit holder_watch(std::filesystem::path log) : log_(std::move(log)) {}
 
-  std::vector<pid_t> holders() {
+  /// The pids inside a section now, with the sections' beginnings (CLOCK_MONOTONIC ns).
+  const std::map<pid_t, std::int64_t>& holders() {
     std::ifstream in(log_);
     in.seekg(static_cast<std::streamoff>(offset_));
     std::string text;
@@ -35,17 +40,19 @@ class holder_watch {
       std::istringstream line(text);
       std::string kind;
       pid_t pid = 0;
+      std::uint64_t token = 0;
+      std::int64_t begin = 0;
       line >> kind >> pid;
-      if (kind == "B") inside_.insert(pid);
+      if (kind == "B" && line >> token >> begin) inside_[pid] = begin;
       if (kind == "S" || kind == "K") inside_.erase(pid);
     }
-    return {inside_.begin(), inside_.end()};
+    return inside_;
   }
 
  private:
   std::filesystem::path log_;
   std::size_t offset_ = 0;
-  std::set<pid_t> inside_;
+  std::map<pid_t, std::int64_t> inside_;
 };
 
 struct worker_slot {
@@ -68,6 +75,12 @@ class nemesis {
     WARN("nemesis seed " << seed);
     random_.seed(seed);
   }
+
+  ~nemesis() {
+    if (side_.joinable()) side_.join();
+  }
+  nemesis(const nemesis&) = delete;
+  nemesis& operator=(const nemesis&) = delete;
 
   std::filesystem::path run() {
     run_at_holders();
@@ -123,27 +136,53 @@ class nemesis {
                                   std::to_string(monotonic_ns()));
   }
 
+  /// Runs `fault` on the side thread, which must be idle. A fault that throws ends the run
+  /// with its exception once the thread is joined.
+  void on_the_side(std::function<void(std::mt19937&)> fault) {
+    join_side();
+    side_busy_ = true;
+    side_ = std::thread([this, fault = std::move(fault), seed = random_()] {
+      std::mt19937 random(seed);
+      try {
+        fault(random);
+      } catch (...) {
+        side_error_ = std::current_exception();
+      }
+      side_busy_ = false;
+    });
+  }
+
+  void join_side() {
+    if (side_.joinable()) side_.join();
+    if (side_error_) std::rethrow_exception(std::exchange(side_error_, nullptr));
+  }
+
   /// A kill, the caller's fault or a pause, at random, at `victim`.
   void strike(std::size_t victim) {
     const auto choice = random_() % 4;
     if (choice == 0) return kill(victim);
-    if (choice == 1 && plan_.extra_fault && plan_.extra_fault(random_, log_, pids(), victim)) {
-      return;
+    if (choice == 1 && plan_.extra_fault && !side_busy_ && plan_.extra_fault_reaches(victim)) {
+      return on_the_side([this, pids = pids()](std::mt19937& random) {
+        plan_.extra_fault(random, log_, pids);
+      });
     }
     pause(victim);
   }
 
   /// Restarts a server while a worker holds, once the next restart's time has come.
   void restart_when_due(steady::time_point faults_end) {
-    if (restarts_done_ >= plan_.restarts || !plan_.restart_server) return;
+    if (restarts_done_ >= plan_.restarts || !plan_.restart_server || side_busy_) return;
     const auto window = faults_end - (start_ + 500ms);
     const auto due = start_ + 500ms + window * (restarts_done_ + 1) / (plan_.restarts + 1);
-    if (steady::now() < due || !pick_holder()) return;
-    const std::int64_t from = monotonic_ns();
-    const std::string server = plan_.restart_server(random_);
-    append_history_line(log_, "R " + std::to_string(from) + " " +
-                                  std::to_string(monotonic_ns()) + " " + server);
+    // The section of a holder found in the log may have ended since: a fresh one lands.
+    if (steady::now() < due || !pick_holder(30ms)) return;
     ++restarts_done_;
+    on_the_side([this](std::mt19937& random) {
+      const std::int64_t from = monotonic_ns();
+      const std::string server = plan_.restart_server(random);
+      append_history_line(log_, "R " + std::to_string(from) + " " +
+                                    std::to_string(monotonic_ns()) + " " + server);
+    });
   }
 
   // Faults stop early enough that the longest pause ends a second before the workers do.
@@ -158,7 +197,7 @@ class nemesis {
         if (worker.paused_until && *worker.paused_until <= now) resume(worker);
         any_paused = any_paused || worker.paused_until.has_value();
       }
-      if (now >= faults_end && !any_paused) return;
+      if (now >= faults_end && !any_paused && !side_busy_) return join_side();
       if (now < faults_end) restart_when_due(faults_end);
       if (now < faults_end && now >= next) {
         if (const auto victim = pick_holder()) {
@@ -171,13 +210,18 @@ class nemesis {
   }
 
   /// A worker inside a section now, not already paused.
-  std::optional<std::size_t> pick_holder() {
+  /// `begun_within`: only a section begun that recently, which is sure to last a while yet
+  /// (a section lasts at least 100 ms).
+  std::optional<std::size_t> pick_holder(
+      std::optional<std::chrono::nanoseconds> begun_within = std::nullopt) {
     std::vector<std::size_t> candidates;
-    const std::vector<pid_t> holders = watch_.holders();
+    const auto& holders = watch_.holders();
+    const std::int64_t now = monotonic_ns();
     for (std::size_t i = 0; i < workers_.size(); ++i) {
-      const bool holds = std::find(holders.begin(), holders.end(), workers_[i].process->pid()) !=
-                         holders.end();
-      if (holds && !workers_[i].paused_until) candidates.push_back(i);
+      const auto held = holders.find(workers_[i].process->pid());
+      if (held == holders.end() || workers_[i].paused_until) continue;
+      if (begun_within && now - held->second > begun_within->count()) continue;
+      candidates.push_back(i);
     }
     if (candidates.empty()) return std::nullopt;
     return candidates[random_() % candidates.size()];
@@ -191,6 +235,10 @@ class nemesis {
   std::vector<worker_slot> workers_;
   std::mt19937 random_;
   int restarts_done_ = 0;
+  // The extra faults' and restarts' thread: busy from its start until its fault is undone.
+  std::thread side_;
+  std::atomic<bool> side_busy_{false};
+  std::exception_ptr side_error_;
 };
 
 }  // namespace

@@ -37,13 +37,14 @@ struct nemesis_plan {
   /// The backend's lease: a pause outlasts it by 0.5 to 1.5 s. nullopt (a backend where a
   /// paused holder keeps its grant): pauses of 0.2 to 2 s.
   std::optional<std::chrono::milliseconds> lease;
-  /// An extra fault the nemesis picks as often as a kill. It gets the random engine, the
-  /// history log, the workers' pids (in the order of the workloads' URLs) and the index of the
-  /// worker it is aimed at; it applies its fault, undoes it, logs a "P <pid> <from> <to>" line
-  /// for every worker it cut off and returns true, or returns false when it cannot reach that
-  /// worker (the nemesis pauses it instead).
-  std::function<bool(std::mt19937&, const std::filesystem::path&, const std::vector<pid_t>&,
-                     std::size_t)>
+  /// An extra fault the nemesis picks as often as a kill, when it reaches the worker aimed at
+  /// (`extra_fault_reaches(index)`, the index in the order of the workloads' URLs; a pause
+  /// otherwise). The extra faults and the restarts below run on a thread of the nemesis's, one
+  /// at a time, while pauses and kills go on. `extra_fault` gets a random engine of its own, the
+  /// history log and the workers' pids when it began; it applies its fault, undoes it and logs
+  /// a "P <pid> <from> <to>" line for every worker it cut off.
+  std::function<bool(std::size_t)> extra_fault_reaches;
+  std::function<void(std::mt19937&, const std::filesystem::path&, const std::vector<pid_t>&)>
       extra_fault;
   /// Restarts one of the backend's servers and returns its name. The nemesis calls it
   /// `restarts` times, spread over the run, each while a worker holds, and logs an R line.
