@@ -17,6 +17,7 @@
 #include <dlock/dlock.hpp>
 
 #include "etcd_client.hpp"
+#include "etcd_metrics.hpp"
 #include "support.hpp"
 #include "test_servers.hpp"
 
@@ -184,12 +185,21 @@ TEST_CASE("an acquire whose calls time out while the cluster has no quorum is tr
   etcd->create_lock("job").acquire(10s).release();
   support::undo_test_servers_fault resume2({"resume", "etcd2"});
   support::undo_test_servers_fault resume3({"resume", "etcd3"});
+  // The member counts the transactions it was sent (the acquire's first call is one).
+  const auto transactions = [&] {
+    return support::etcd_metric(first_member, "grpc_server_started_total{grpc_method=\"Txn\",");
+  };
+  const double before = transactions();
   support::test_servers({"pause", "etcd2"});
   support::test_servers({"pause", "etcd3"});
+  const auto started = std::chrono::steady_clock::now();
   auto waiting = etcd->create_lock("job").async_acquire(60s, {}, boost::asio::use_future);
+  REQUIRE(wait_until([&] { return transactions() > before; }));
+  const double first_try = transactions();
   // Past the member's request timeout: its first answer, "request timed out", has come and the
-  // acquire is trying again.
-  CHECK(waiting.wait_for(8s) == std::future_status::timeout);
+  // acquire has tried again, 200 ms later.
+  CHECK(waiting.wait_until(started + 8s) == std::future_status::timeout);
+  CHECK(transactions() > first_try);
   resume2.now();
   resume3.now();
   REQUIRE(waiting.wait_for(20s) == std::future_status::ready);
