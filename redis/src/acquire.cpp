@@ -1,6 +1,7 @@
 #include "acquire.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <functional>
 #include <optional>
@@ -174,6 +175,8 @@ class redis_acquire final : public acquire_operation,
   }
 
   void send_try() {
+    // The last give-back's retries must not follow this try, which has the same token.
+    if (given_back_) std::exchange(given_back_, nullptr)->store(true);
     const auto sent = clock::now();
     if (machine_.queued() && nodes_.size() > 1 && arrival_.empty()) {
       // RedLock: every server queues this waiter at the same place, by its own clock's
@@ -255,7 +258,9 @@ class redis_acquire final : public acquire_operation,
   // A try that did not win hands back at once what it may hold (a RedLock minority of grants,
   // or a grant whose reply was lost), so that the next try, ours or another's, can win.
   void give_back_try(node_set::queue_place place) {
-    if (last_try_.may_hold()) nodes_.give_back(keys_, token_, place);
+    if (!last_try_.may_hold()) return;
+    given_back_ = std::make_shared<std::atomic<bool>>(false);
+    nodes_.give_back(keys_, token_, place, given_back_);
   }
 
   /// Until the next try, when nothing wakes the waiter sooner.
@@ -347,6 +352,8 @@ class redis_acquire final : public acquire_operation,
   acquire_completion done_;
   key_set keys_;
   std::string token_;
+  // Set (superseded) when the next try is sent: the retries of the last give-back stop.
+  std::shared_ptr<std::atomic<bool>> given_back_;
   acquire_machine machine_;
   /// RedLock: when this waiter first queued, ms since the epoch by this host's clock.
   std::string arrival_;

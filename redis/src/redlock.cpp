@@ -146,19 +146,22 @@ command_result node_set::eval_here(const script& which, const key_set& keys,
 }
 
 void node_set::release(const key_set& keys, const std::string& token, fan_out_handler done) {
-  release_everywhere(keys, token, undo::release, queue_place::leave, std::move(done));
+  release_everywhere(keys, token, undo::release, queue_place::leave, {}, std::move(done));
 }
 
-void node_set::give_back(const key_set& keys, const std::string& token, queue_place place) {
-  release_everywhere(keys, token, undo::give_back, place, {});
+void node_set::give_back(const key_set& keys, const std::string& token, queue_place place,
+                         std::shared_ptr<const std::atomic<bool>> superseded) {
+  release_everywhere(keys, token, undo::give_back, place, std::move(superseded), {});
 }
 
 void node_set::withdraw(const key_set& keys, const std::string& token, fan_out_handler done) {
-  release_everywhere(keys, token, undo::withdraw, queue_place::leave, std::move(done));
+  release_everywhere(keys, token, undo::withdraw, queue_place::leave, {}, std::move(done));
 }
 
 void node_set::release_everywhere(const key_set& keys, const std::string& token, undo what,
-                                  queue_place place, fan_out_handler done) {
+                                  queue_place place,
+                                  std::shared_ptr<const std::atomic<bool>> superseded,
+                                  fan_out_handler done) {
   const auto until = clock::now() + expiry_;
   // A semaphore's slots are counted on every node (its acquire needs them all), so its release
   // waits for every node's answer: returning on a majority let the next acquire find the slot
@@ -168,7 +171,7 @@ void node_set::release_everywhere(const key_set& keys, const std::string& token,
   if (done) all = std::make_shared<fan_out>(size(), quorum_rule{heard_from, confirmed},
                                             std::move(done));
   for (std::size_t i = 0; i < size(); ++i) {
-    release_on(i, keys, token, what, place, until,
+    release_on(i, keys, token, what, place, until, superseded,
                all ? fan_out::slot(all, i) : reply_handler{});
   }
 }
@@ -179,6 +182,7 @@ void node_set::release_everywhere(const key_set& keys, const std::string& token,
 // for these retries.
 void node_set::release_on(std::size_t i, const key_set& keys, const std::string& token,
                           undo what, queue_place place, clock::time_point until,
+                          std::shared_ptr<const std::atomic<bool>> superseded,
                           reply_handler first_answer) {
   std::weak_ptr<node_set> weak = shared_from_this();
   eval_on(i, release_script(), keys,
@@ -186,19 +190,21 @@ void node_set::release_on(std::size_t i, const key_set& keys, const std::string&
                                              : script_argument(keys.kind)),
         keys.channel, keys.publish, keys.queue, place == queue_place::keep ? "keep" : "leave",
         what == undo::release ? keys.hold : std::string()},
-       [weak, i, keys, token, what, place, until,
+       [weak, i, keys, token, what, place, until, superseded,
         first_answer = std::move(first_answer)](command_result result) mutable {
          const bool retry = result.failure.has_value();
          if (first_answer) first_answer(std::move(result));
          auto self = weak.lock();
-         if (!self || !retry || clock::now() >= until) return;
+         if (!self || !retry || clock::now() >= until || (superseded && *superseded)) return;
          auto timer = std::make_shared<boost::asio::steady_timer>(self->executor_);
          timer->expires_after(std::min<std::chrono::nanoseconds>(std::chrono::milliseconds(100),
                                                                  self->command_timeout_));
          timer->async_wait(
-             [weak, timer, i, keys, token, what, place, until](const boost::system::error_code&) {
+             [weak, timer, i, keys, token, what, place, until,
+              superseded](const boost::system::error_code&) {
+               if (superseded && *superseded) return;
                if (auto again = weak.lock()) {
-                 again->release_on(i, keys, token, what, place, until, {});
+                 again->release_on(i, keys, token, what, place, until, superseded, {});
                }
              });
        });

@@ -7,6 +7,7 @@
 // arithmetic and the read-only accessors.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -111,9 +112,13 @@ class node_set : public std::enable_shared_from_this<node_set> {
   /// or keeps it (a RedLock waiter's minority grant: its turn is not over).
   enum class queue_place { leave, keep };
   /// release() with nobody waiting for it, for a try that did not win or whose reply was lost:
-  /// what was never granted keeps no minimum hold.
+  /// what was never granted keeps no minimum hold. Its retries on a node that gave no reply stop
+  /// once `superseded` is set: the waiter's next try with the same token has been sent, and a
+  /// retry arriving after it would delete what that try may be granted (the partition nemesis
+  /// found two holders so).
   void give_back(const key_set& keys, const std::string& token,
-                 queue_place place = queue_place::leave);
+                 queue_place place = queue_place::leave,
+                 std::shared_ptr<const std::atomic<bool>> superseded = {});
   /// Takes a waiter that gives up out of the queues (key_set::queue, a writer's waiting mark)
   /// on every node, and again on a node that gives no reply, until its place would have
   /// expired. `done` settles as release()'s.
@@ -138,9 +143,11 @@ class node_set : public std::enable_shared_from_this<node_set> {
   enum class undo { release, give_back, withdraw };
   void release_on(std::size_t i, const key_set& keys, const std::string& token, undo what,
                   queue_place place, std::chrono::steady_clock::time_point until,
+                  std::shared_ptr<const std::atomic<bool>> superseded,
                   reply_handler first_answer);
   void release_everywhere(const key_set& keys, const std::string& token, undo what,
-                          queue_place place, fan_out_handler done);
+                          queue_place place, std::shared_ptr<const std::atomic<bool>> superseded,
+                          fan_out_handler done);
 
   boost::asio::any_io_executor executor_;
   std::chrono::nanoseconds expiry_;
