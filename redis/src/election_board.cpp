@@ -7,7 +7,7 @@
 // show its term with their lock key still holding its grant (one node is its own majority).
 // With Sentinel a term is the leadership's fencing token, which the epoch rule keeps rising
 // across failovers; with RedLock it is the RedLock fencing token, above every node's counter
-// of a majority (docs/redis.md). Observers are pushed (leader_watch) and still polled.
+// of a majority (docs/redis-deployments.md). Observers are pushed (leader_watch) and still polled.
 #include <algorithm>
 #include <atomic>
 #include <map>

@@ -62,7 +62,8 @@ TEST_CASE("locks, reader-writer locks and semaphores under a nemesis of cuts, pa
   const auto verdict = support::check_fenced_mutex(history);
   const auto reader_writer = support::check_reader_writer(history);
   const auto slots = support::check_semaphore(history, 2);
-  const auto faults = support::judge_faults(history, {.min_landed = 10, .min_landed_restarts = 1});
+  const auto faults =
+      support::judge_faults(history, {.min_landed = 10, .min_sections_across_restart = 1});
   WARN(backend.name << ": " << faults.faults << " faults, " << faults.landed
                     << " inside a section (" << faults.landed_kills << " kills, "
                     << faults.landed_restarts << " of " << faults.restarts

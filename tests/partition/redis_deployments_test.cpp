@@ -314,7 +314,8 @@ TEST_CASE("Sentinel, a master cut off from its clients and its sentinels is fail
   const milliseconds granted_after = std::chrono::duration_cast<milliseconds>(
       clock_type::time_point(clock_type::duration(granted_at.load())) - cut_at);
   // Not checked: the waiter may be granted on the new master before the holder's provider
-  // hears of the switch (the failover window, docs/redis-deployments.md, "Sentinel"); shown for the docs.
+  // hears of the switch (the failover window, docs/redis-deployments.md, "Sentinel"); shown
+  // for the docs.
   WARN("sentinel: failover seen " << failover_took.count() << " ms after the cut; holder lost "
                                   << lost.after(cut_at).count() << " ms, waiter granted "
                                   << granted_after.count() << " ms after the cut");

@@ -74,14 +74,21 @@ class blocked_provider_thread {
     using namespace std::chrono_literals;
     provider_.set_metrics_sink(blocker_);
     starter_ = std::thread([this, ended = ended_] {
-      provider_.create_lock(blocker_->name())
-          .async_try_acquire(0s, {}, [ended](std::exception_ptr,
-                                             std::optional<dlock::lock_handle>) {
-            ended->set_value();
-          });
+      try {
+        provider_.create_lock(blocker_->name())
+            .async_try_acquire(0s, {}, [ended](std::exception_ptr,
+                                               std::optional<dlock::lock_handle>) {
+              ended->set_value();
+            });
+      } catch (...) {
+        ended->set_exception(std::current_exception());
+      }
     });
-    if (!wait_until([&] { return blocker_->blocking(); }, 10s)) {
+    if (!wait_until([&] { return blocker_->blocking() || ended_ready(); }, 10s) ||
+        !blocker_->blocking()) {
       let_go();
+      provider_.set_metrics_sink(nullptr);
+      if (ended_ready()) ended_future_.get();  // the acquire's own error, if it threw one
       FAIL("the provider never reported the end of the blocking acquire");
     }
   }
@@ -103,6 +110,10 @@ class blocked_provider_thread {
   }
 
  private:
+  bool ended_ready() const {
+    return ended_future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+
   dlock::provider& provider_;
   std::shared_ptr<acquire_end_blocker> blocker_;
   std::shared_ptr<std::promise<void>> ended_ = std::make_shared<std::promise<void>>();

@@ -3,9 +3,10 @@
 // fault with its time, and the checker finds any history a correct lock could not produce.
 //
 // Log lines (one write(2) each, O_APPEND, CLOCK_MONOTONIC nanoseconds):
-//   B <pid> <token> <begin> <hold>
-//       a critical section begun (the grant is in hand). The aimed nemesis reads these to know
-//       who holds; one never followed by its S line was ended by a kill.
+//   B <pid> <token> <begin> <hold> [<planned end>]
+//       a critical section begun (the grant is in hand), to last at least until <planned end>.
+//       The aimed nemesis reads these to know who holds; one never followed by its S line was
+//       ended by a kill.
 //   S <pid> <token> <begin> <end> <read> <write> <lost> [<hold>]
 //       a critical section: begun after the grant, ended before the release; <read> is the
 //       value the store gave (-1: refused, -: not tried), <write> is 1 accepted, 0 refused,
@@ -121,13 +122,14 @@ struct fault_expectations {
   /// The backend's lease (nullopt where a paused holder keeps its grant: files). When a lock
   /// or write section was paused longer than this, at least one step must have been refused.
   std::optional<std::int64_t> lease_ns;
-  /// Fewer server restarts landed inside a section than this fails the run.
-  std::size_t min_landed_restarts = 0;
+  /// Fewer sections that outlasted a server restart, struck by no other fault (held or told
+  /// lost across it), than this fails the run: only such a section shows what a restart did.
+  std::size_t min_sections_across_restart = 0;
 };
 
 struct fault_figures {
   std::size_t faults = 0;
-  std::size_t landed = 0;             ///< faults that began inside a section of their process
+  std::size_t landed = 0;  ///< faults begun inside a section of their process (restarts: any)
   std::size_t landed_kills = 0;
   std::size_t paused_past_lease = 0;  ///< lock and write sections paused longer than the lease
   std::size_t refusals = 0;           ///< sections the fenced store refused a step of

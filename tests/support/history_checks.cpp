@@ -215,11 +215,12 @@ fault_figures judge_faults(const history& h, const fault_expectations& expected)
                                  std::to_string(expected.min_landed) + " wanted): the run "
                                  "proves nothing");
   }
-  if (figures.landed_restarts < expected.min_landed_restarts) {
-    figures.violations.push_back("only " + std::to_string(figures.landed_restarts) + " of " +
-                                 std::to_string(figures.restarts) +
-                                 " server restarts landed inside a section (at least " +
-                                 std::to_string(expected.min_landed_restarts) + " wanted)");
+  const std::size_t across = figures.held_across_restart + figures.lost_across_restart;
+  if (across < expected.min_sections_across_restart) {
+    figures.violations.push_back(
+        "only " + std::to_string(across) + " sections outlasted one of the " +
+        std::to_string(figures.restarts) + " server restarts unstruck by other faults (at least " +
+        std::to_string(expected.min_sections_across_restart) + " wanted)");
   }
   if (figures.paused_past_lease > 0 && figures.refusals == 0) {
     figures.violations.push_back(std::to_string(figures.paused_past_lease) +

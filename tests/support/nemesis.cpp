@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <atomic>
 #include <exception>
 #include <fstream>
@@ -29,8 +30,12 @@ class holder_watch {
  public:
   explicit holder_watch(std::filesystem::path log) : log_(std::move(log)) {}
 
-  /// The pids inside a section now, with the sections' beginnings (CLOCK_MONOTONIC ns).
-  const std::map<pid_t, std::int64_t>& holders() {
+  struct open_section {
+    std::int64_t begin = 0, planned_end = 0;  ///< CLOCK_MONOTONIC ns
+  };
+
+  /// The pids inside a section now, with their sections.
+  const std::map<pid_t, open_section>& holders() {
     std::ifstream in(log_);
     in.seekg(static_cast<std::streamoff>(offset_));
     std::string text;
@@ -41,9 +46,12 @@ class holder_watch {
       std::string kind;
       pid_t pid = 0;
       std::uint64_t token = 0;
-      std::int64_t begin = 0;
+      std::int64_t begin = 0, planned_end = 0;
+      std::string hold;
       line >> kind >> pid;
-      if (kind == "B" && line >> token >> begin) inside_[pid] = begin;
+      if (kind == "B" && line >> token >> begin >> hold) {
+        inside_[pid] = {begin, line >> planned_end ? planned_end : begin};
+      }
       if (kind == "S" || kind == "K") inside_.erase(pid);
     }
     return inside_;
@@ -52,7 +60,7 @@ class holder_watch {
  private:
   std::filesystem::path log_;
   std::size_t offset_ = 0;
-  std::map<pid_t, std::int64_t> inside_;
+  std::map<pid_t, open_section> inside_;
 };
 
 struct worker_slot {
@@ -61,6 +69,7 @@ struct worker_slot {
   std::unique_ptr<child_process> process;
   std::optional<steady::time_point> paused_until;
   std::int64_t paused_from = 0;
+  bool spared = false;  ///< a restart's holder, left alone until the restart and section end
 };
 
 class nemesis {
@@ -161,9 +170,14 @@ class nemesis {
   void strike(std::size_t victim) {
     const auto choice = random_() % 4;
     if (choice == 0) return kill(victim);
-    if (choice == 1 && plan_.extra_fault && !side_busy_ && plan_.extra_fault_reaches(victim)) {
+    // Nor does a cut strike a restart's holder: it would excuse that holder's section.
+    const bool restart_watched =
+        std::any_of(workers_.begin(), workers_.end(), [](const auto& w) { return w.spared; });
+    if (choice == 1 && plan_.extra_fault && !side_busy_ && !restart_watched &&
+        (!plan_.extra_fault_reaches || plan_.extra_fault_reaches(victim))) {
       return on_the_side([this, pids = pids()](std::mt19937& random) {
         plan_.extra_fault(random, log_, pids);
+        side_fault_ended_ = monotonic_ns();
       });
     }
     pause(victim);
@@ -174,8 +188,15 @@ class nemesis {
     if (restarts_done_ >= plan_.restarts || !plan_.restart_server || side_busy_) return;
     const auto window = faults_end - (start_ + 500ms);
     const auto due = start_ + 500ms + window * (restarts_done_ + 1) / (plan_.restarts + 1);
-    // The section of a holder found in the log may have ended since: a fresh one lands.
-    if (steady::now() < due || !pick_holder(30ms)) return;
+    // A restart takes 0.3 to 1.2 s: a holder with 1.2 s left mostly outlasts it, and shows what
+    // it did. Such holders can be rare (most workers wait): the nemesis asks less as it waits.
+    const auto now = steady::now();
+    if (now < due) return;
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - due);
+    const auto victim = pick_holder(std::max<std::chrono::milliseconds>(400ms, 1200ms - waited));
+    if (!victim) return;
+    // No other fault strikes it in that section, so that its end shows what the restart did.
+    workers_[*victim].spared = true;
     ++restarts_done_;
     on_the_side([this](std::mt19937& random) {
       const std::int64_t from = monotonic_ns();
@@ -197,6 +218,12 @@ class nemesis {
         if (worker.paused_until && *worker.paused_until <= now) resume(worker);
         any_paused = any_paused || worker.paused_until.has_value();
       }
+      if (!side_busy_) {
+        const auto& holders = watch_.holders();
+        for (auto& worker : workers_) {
+          if (!holders.contains(worker.process->pid())) worker.spared = false;
+        }
+      }
       if (now >= faults_end && !any_paused && !side_busy_) return join_side();
       if (now < faults_end) restart_when_due(faults_end);
       if (now < faults_end && now >= next) {
@@ -210,17 +237,22 @@ class nemesis {
   }
 
   /// A worker inside a section now, not already paused.
-  /// `begun_within`: only a section begun that recently, which is sure to last a while yet
-  /// (a section lasts at least 100 ms).
+  /// `unstruck_with_left`: only a holder whose section no fault has struck yet and is planned
+  /// to last that long yet.
   std::optional<std::size_t> pick_holder(
-      std::optional<std::chrono::nanoseconds> begun_within = std::nullopt) {
+      std::optional<std::chrono::nanoseconds> unstruck_with_left = std::nullopt) {
     std::vector<std::size_t> candidates;
     const auto& holders = watch_.holders();
     const std::int64_t now = monotonic_ns();
     for (std::size_t i = 0; i < workers_.size(); ++i) {
       const auto held = holders.find(workers_[i].process->pid());
-      if (held == holders.end() || workers_[i].paused_until) continue;
-      if (begun_within && now - held->second > begun_within->count()) continue;
+      if (held == holders.end() || workers_[i].paused_until || workers_[i].spared) continue;
+      if (unstruck_with_left &&
+          (held->second.planned_end - now < unstruck_with_left->count() ||
+           workers_[i].paused_from >= held->second.begin ||
+           side_fault_ended_ >= held->second.begin)) {
+        continue;
+      }
       candidates.push_back(i);
     }
     if (candidates.empty()) return std::nullopt;
@@ -238,6 +270,8 @@ class nemesis {
   // The extra faults' and restarts' thread: busy from its start until its fault is undone.
   std::thread side_;
   std::atomic<bool> side_busy_{false};
+  // When the last extra fault (a cut, of workers the nemesis does not track) was undone.
+  std::atomic<std::int64_t> side_fault_ended_{0};
   std::exception_ptr side_error_;
 };
 

@@ -40,15 +40,18 @@ struct nemesis_plan {
   /// An extra fault the nemesis picks as often as a kill, when it reaches the worker aimed at
   /// (`extra_fault_reaches(index)`, the index in the order of the workloads' URLs; a pause
   /// otherwise). The extra faults and the restarts below run on a thread of the nemesis's, one
-  /// at a time, while pauses and kills go on. `extra_fault` gets a random engine of its own, the
-  /// history log and the workers' pids when it began; it applies its fault, undoes it and logs
-  /// a "P <pid> <from> <to>" line for every worker it cut off.
+  /// at a time, while pauses and kills go on, so they must not use Catch2's macros (not thread
+  /// safe): an exception they throw fails the run. `extra_fault` gets a random engine of its
+  /// own, the history log and the workers' pids when it began; it applies its fault, undoes it
+  /// and logs a "P <pid> <from> <to>" line for every worker it cut off.
   std::function<bool(std::size_t)> extra_fault_reaches;
   std::function<void(std::mt19937&, const std::filesystem::path&, const std::vector<pid_t>&)>
       extra_fault;
   /// Restarts one of the backend's servers and returns its name. The nemesis calls it
-  /// `restarts` times, spread over the run, each while a worker holds, and logs an R line.
-  /// Only for servers no other test uses meanwhile (the partition set's).
+  /// `restarts` times, spread over the run, each when a holder has 1.2 s of its section left
+  /// (less, down to 0.4 s, the longer it waits for one), which no other fault strikes until
+  /// that section ends, and logs an R line. Only for
+  /// servers no other test uses meanwhile (the partition set's).
   std::function<std::string(std::mt19937&)> restart_server;
   int restarts = 0;
 };

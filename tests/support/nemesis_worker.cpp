@@ -94,16 +94,21 @@ class worker {
     const std::uint64_t token = held.fencing_token();
     const std::string pid = std::to_string(::getpid());
     const std::int64_t begin = monotonic_ns();
+    std::uniform_int_distribution<int> hold_ms(args_.hold_min_ms, args_.hold_max_ms);
+    const auto hold = std::chrono::milliseconds(hold_ms(random_));
+    // The section ends no earlier than `planned_end`: the nemesis aims a fault it wants
+    // outlasted (a restart) at a holder with time enough left.
+    const std::int64_t planned_end = begin + std::chrono::nanoseconds(hold).count();
     append_history_line(args_.log, "B " + pid + " " + std::to_string(token) + " " +
-                                       std::to_string(begin) + " " + hold_text(kind));
+                                       std::to_string(begin) + " " + hold_text(kind) + " " +
+                                       std::to_string(planned_end));
     std::string read = "-", write = "-";
     std::optional<std::int64_t> value;
     if (kind == hold::lock || kind == hold::write) {
       value = store_->read(token);
       read = value ? std::to_string(*value) : "-1";
     }
-    std::uniform_int_distribution<int> hold_ms(args_.hold_min_ms, args_.hold_max_ms);
-    std::this_thread::sleep_for(std::chrono::milliseconds(hold_ms(random_)));
+    std::this_thread::sleep_for(hold);
     if (value) write = store_->write(token, *value + 1) ? "1" : "0";
     if (kind == hold::read) {
       value = store_->read_shared(token);

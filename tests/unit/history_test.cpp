@@ -192,7 +192,7 @@ TEST_CASE("a server restart excuses no overlap, and the fault judge counts what 
   support::temp_directory dir;
   const auto log = dir.path() / "history.log";
   support::append_history_line(log, "S 1 10 0 50 0 1 0 lock");   // held across the restart
-  support::append_history_line(log, "S 2 11 40 90 1 1 1 lock");  // across it, told lost
+  support::append_history_line(log, "S 2 11 15 90 1 1 1 lock");  // across it, told lost
   support::append_history_line(log, "S 3 12 0 50 - - 0 slot");    // across, but paused: not counted
   support::append_history_line(log, "P 3 25 28");
   support::append_history_line(log, "R 20 30 redis");
@@ -201,18 +201,20 @@ TEST_CASE("a server restart excuses no overlap, and the fault judge counts what 
   REQUIRE(h.restarts.size() == 2);
   CHECK(h.restarts[0].server == "redis");
 
-  const auto figures = support::judge_faults(h, {.min_landed = 1, .min_landed_restarts = 1});
+  const auto figures =
+      support::judge_faults(h, {.min_landed = 1, .min_sections_across_restart = 2});
   CHECK(figures.faults == 3);
   CHECK(figures.restarts == 2);
   CHECK(figures.landed_restarts == 1);
   CHECK(figures.held_across_restart == 1);
-  CHECK(figures.lost_across_restart == 0);
+  CHECK(figures.lost_across_restart == 1);
   CHECK(figures.violations.empty());
-  const auto wanting = support::judge_faults(h, {.min_landed = 1, .min_landed_restarts = 2});
+  const auto wanting =
+      support::judge_faults(h, {.min_landed = 1, .min_sections_across_restart = 3});
   REQUIRE(wanting.violations.size() == 1);
-  CHECK_THAT(wanting.violations[0], Catch::Contains("only 1 of 2 server restarts landed"));
+  CHECK_THAT(wanting.violations[0], Catch::Contains("only 2 sections outlasted"));
 
-  // Neither holder of the overlap [40, 50] was told lost or faulted: the restart is no excuse.
+  // Neither holder of the overlap [15, 50] was told lost or faulted: the restart is no excuse.
   history overlapping = h;
   overlapping.sections[1].lost = false;
   const auto v = check_fenced_mutex(overlapping);

@@ -50,8 +50,9 @@ struct tls_options {
 };
 
 /// Redis Sentinel: the provider finds the master that the sentinels monitor under
-/// `master_name`, checks it with ROLE, and follows it through failovers (docs/redis.md,
-/// "Sentinel"). Set `master_name` and `sentinels` and leave options::servers empty.
+/// `master_name`, checks it with ROLE, and follows it through failovers
+/// (docs/redis-deployments.md, "Sentinel"). Set `master_name` and `sentinels` and leave
+/// options::servers empty.
 struct sentinel_options {
   /// The name the sentinels monitor the master under (`sentinel monitor <name> ...`); empty:
   /// no Sentinel.
@@ -99,8 +100,8 @@ struct options {
   std::vector<server> servers;
   /// The servers are seed nodes of one Redis Cluster (a `redis+cluster://` URL), not RedLock's
   /// independent servers: the slot map is asked of them, and each name lives on the master of
-  /// its hash slot (docs/redis-deployments.md, "Cluster"). Not with Unix sockets, a database other than 0,
-  /// or plain_keys.
+  /// its hash slot (docs/redis-deployments.md, "Cluster"). Not with Unix sockets, a database
+  /// other than 0, or plain_keys.
   bool cluster = false;
   /// TLS to every server; off by default.
   tls_options tls;
