@@ -1,7 +1,6 @@
 #include "acquire.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <functional>
 #include <optional>
@@ -176,7 +175,7 @@ class redis_acquire final : public acquire_operation,
 
   void send_try() {
     // The last give-back's retries must not follow this try, which has the same token.
-    if (given_back_) std::exchange(given_back_, nullptr)->store(true);
+    if (given_back_) *std::exchange(given_back_, nullptr) = true;
     const auto sent = clock::now();
     if (machine_.queued() && nodes_.size() > 1 && arrival_.empty()) {
       // RedLock: every server queues this waiter at the same place, by its own clock's
@@ -259,7 +258,7 @@ class redis_acquire final : public acquire_operation,
   // or a grant whose reply was lost), so that the next try, ours or another's, can win.
   void give_back_try(node_set::queue_place place) {
     if (!last_try_.may_hold()) return;
-    given_back_ = std::make_shared<std::atomic<bool>>(false);
+    given_back_ = std::make_shared<bool>(false);
     nodes_.give_back(keys_, token_, place, given_back_);
   }
 
@@ -352,8 +351,9 @@ class redis_acquire final : public acquire_operation,
   acquire_completion done_;
   key_set keys_;
   std::string token_;
-  // Set (superseded) when the next try is sent: the retries of the last give-back stop.
-  std::shared_ptr<std::atomic<bool>> given_back_;
+  // Set (superseded) when the next try is sent: the retries of the last give-back stop. Both
+  // run on the network thread.
+  std::shared_ptr<bool> given_back_;
   acquire_machine machine_;
   /// RedLock: when this waiter first queued, ms since the epoch by this host's clock.
   std::string arrival_;

@@ -150,7 +150,7 @@ void node_set::release(const key_set& keys, const std::string& token, fan_out_ha
 }
 
 void node_set::give_back(const key_set& keys, const std::string& token, queue_place place,
-                         std::shared_ptr<const std::atomic<bool>> superseded) {
+                         std::shared_ptr<const bool> superseded) {
   release_everywhere(keys, token, undo::give_back, place, std::move(superseded), {});
 }
 
@@ -160,7 +160,7 @@ void node_set::withdraw(const key_set& keys, const std::string& token, fan_out_h
 
 void node_set::release_everywhere(const key_set& keys, const std::string& token, undo what,
                                   queue_place place,
-                                  std::shared_ptr<const std::atomic<bool>> superseded,
+                                  std::shared_ptr<const bool> superseded,
                                   fan_out_handler done) {
   const auto until = clock::now() + expiry_;
   // A semaphore's slots are counted on every node (its acquire needs them all), so its release
@@ -182,7 +182,7 @@ void node_set::release_everywhere(const key_set& keys, const std::string& token,
 // for these retries.
 void node_set::release_on(std::size_t i, const key_set& keys, const std::string& token,
                           undo what, queue_place place, clock::time_point until,
-                          std::shared_ptr<const std::atomic<bool>> superseded,
+                          std::shared_ptr<const bool> superseded,
                           reply_handler first_answer) {
   std::weak_ptr<node_set> weak = shared_from_this();
   eval_on(i, release_script(), keys,

@@ -7,7 +7,6 @@
 // arithmetic and the read-only accessors.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -118,7 +117,7 @@ class node_set : public std::enable_shared_from_this<node_set> {
   /// found two holders so).
   void give_back(const key_set& keys, const std::string& token,
                  queue_place place = queue_place::leave,
-                 std::shared_ptr<const std::atomic<bool>> superseded = {});
+                 std::shared_ptr<const bool> superseded = {});
   /// Takes a waiter that gives up out of the queues (key_set::queue, a writer's waiting mark)
   /// on every node, and again on a node that gives no reply, until its place would have
   /// expired. `done` settles as release()'s.
@@ -143,10 +142,10 @@ class node_set : public std::enable_shared_from_this<node_set> {
   enum class undo { release, give_back, withdraw };
   void release_on(std::size_t i, const key_set& keys, const std::string& token, undo what,
                   queue_place place, std::chrono::steady_clock::time_point until,
-                  std::shared_ptr<const std::atomic<bool>> superseded,
+                  std::shared_ptr<const bool> superseded,
                   reply_handler first_answer);
   void release_everywhere(const key_set& keys, const std::string& token, undo what,
-                          queue_place place, std::shared_ptr<const std::atomic<bool>> superseded,
+                          queue_place place, std::shared_ptr<const bool> superseded,
                           fan_out_handler done);
 
   boost::asio::any_io_executor executor_;

@@ -236,9 +236,8 @@ class nemesis {
     }
   }
 
-  /// A worker inside a section now, not already paused.
-  /// `unstruck_with_left`: only a holder whose section no fault has struck yet and is planned
-  /// to last that long yet.
+  /// A worker inside a section now, neither paused nor spared. With `unstruck_with_left`, only
+  /// one whose section no fault has struck yet and is planned to last that long yet.
   std::optional<std::size_t> pick_holder(
       std::optional<std::chrono::nanoseconds> unstruck_with_left = std::nullopt) {
     std::vector<std::size_t> candidates;
